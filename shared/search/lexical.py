@@ -1,0 +1,89 @@
+"""The lexical (BM25) engine interface; Tantivy and OpenSearch implement it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+
+class LexicalUnavailable(RuntimeError):
+    """The lexical engine cannot answer (down, misconfigured, timed out)."""
+
+
+@dataclass(frozen=True)
+class LexicalDoc:
+    """One chunk as the lexical engine stores it."""
+
+    chunk_id: str
+    project: str
+    source: str  # vault-relative path of the document
+    breadcrumb: str
+    section: str
+    content: str
+    level: int
+    tags: tuple[str, ...] = ()
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class LexicalFilters:
+    """Filters every lexical query honours (the vector store honours the same ones)."""
+
+    levels: tuple[int, ...] = ()
+    source_pattern: str | None = None  # glob over vault paths, e.g. "runbooks/*"
+    updated_since: datetime | None = None
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    """A chunk id and its raw BM25 score (higher is better)."""
+
+    chunk_id: str
+    score: float
+    project: str = ""
+    source: str = ""
+
+
+@dataclass
+class LexicalQuery:
+    """A lexical search: the text, the projects the caller may see, and filters."""
+
+    text: str
+    projects: Sequence[str]
+    limit: int = 50
+    filters: LexicalFilters = field(default_factory=LexicalFilters)
+    bearer_token: str | None = None  # forwarded to OpenSearch when set (JWT realm)
+
+
+@runtime_checkable
+class LexicalIndex(Protocol):
+    """A BM25 index of chunks, partitioned by project."""
+
+    name: str
+
+    def upsert(self, docs: Sequence[LexicalDoc]) -> None:
+        """Add or replace chunks (by ``chunk_id``) and make them searchable before returning."""
+        ...
+
+    def delete_sources(self, project: str, sources: Sequence[str]) -> None:
+        """Remove every chunk of the given documents of ``project``."""
+        ...
+
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
+        """Remove chunks by id."""
+        ...
+
+    def search(self, query: LexicalQuery) -> list[LexicalHit]:
+        """Best-first hits restricted to ``query.projects`` and ``query.filters``."""
+        ...
+
+    def count(self, project: str | None = None) -> int:
+        """How many chunks are indexed (in one project, or in all)."""
+        ...
+
+    def health(self) -> dict[str, object]:
+        """A small status report for ``/ready``; raises :class:`LexicalUnavailable` when down."""
+        ...
