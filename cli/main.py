@@ -11,8 +11,6 @@ from cli.app import mem
 COMMAND_MODULES: tuple[str, ...] = (
     "cli.stack",
     "cli.ingest",
-    "cli.sig",
-    "cli.optimize",
 )
 
 

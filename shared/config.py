@@ -35,6 +35,7 @@ class Settings(BaseSettings):
     opensearch_user: str | None = None
     opensearch_password: str | None = None
     opensearch_verify_certs: bool = True
+    opensearch_timeout_secs: float = 10.0
 
     # --- embeddings ------------------------------------------------------------------------------
     embedder: Literal["local", "http", "sentence-transformers", "none"] = "local"
@@ -46,6 +47,8 @@ class Settings(BaseSettings):
     embedding_timeout_secs: float = 10.0
     embed_batch_size: int = 32
     embed_threads: int = 0  # 0 = onnxruntime's default
+    embed_cache_entries: int = 4096  # in-process LRU of chunk vectors (about 1.5 KiB each at 384-d)
+    query_cache_ttl_secs: float = 3600.0  # query vectors, in Redis when MEM_REDIS_URL is set
 
     # --- chunking --------------------------------------------------------------------------------
     chunk_max_tokens: int = 256
@@ -89,6 +92,9 @@ class Settings(BaseSettings):
     ccr_enabled: bool = True
     ccr_max_entries: int = 1000
     ccr_ttl_secs: int = 3600
+    optimizer_max_input_bytes: int = Field(
+        default=8 * 1024 * 1024, description="Largest input of one optimize call; over it the API answers 413."
+    )
 
     # --- logging ---------------------------------------------------------------------------------
     log_level: str = "INFO"

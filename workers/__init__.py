@@ -1,0 +1,1 @@
+"""Celery workers: the app and one thin task module per queue. Logic lives in ``shared``."""

@@ -1,0 +1,51 @@
+"""The code forge the vault lives on (Forgejo or Gitea): its REST API and its webhooks."""
+
+from shared.forge.client import (
+    Branch,
+    ChangeResult,
+    CombinedStatus,
+    CommitStatus,
+    FileChange,
+    FileContent,
+    ForgejoClient,
+    ForgejoConflict,
+    ForgejoError,
+    ForgejoForbidden,
+    ForgejoNotFound,
+    ForgejoUnauthorized,
+    ForgejoUnavailable,
+    ForgejoValidationError,
+    Identity,
+    PullRequest,
+)
+from shared.forge.webhook import (
+    WebhookDecision,
+    WebhookPayloadError,
+    classify_event,
+    parse_payload,
+    verify_signature,
+)
+
+__all__ = [
+    "Branch",
+    "ChangeResult",
+    "CombinedStatus",
+    "CommitStatus",
+    "FileChange",
+    "FileContent",
+    "ForgejoClient",
+    "ForgejoConflict",
+    "ForgejoError",
+    "ForgejoForbidden",
+    "ForgejoNotFound",
+    "ForgejoUnauthorized",
+    "ForgejoUnavailable",
+    "ForgejoValidationError",
+    "Identity",
+    "PullRequest",
+    "WebhookDecision",
+    "WebhookPayloadError",
+    "classify_event",
+    "parse_payload",
+    "verify_signature",
+]

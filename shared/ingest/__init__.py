@@ -1,0 +1,1 @@
+"""The ingest pipeline: collect markdown from a source, chunk it, embed it, index it."""

@@ -1,0 +1,430 @@
+"""The server lexical engine: OpenSearch, one index per project (``vault-<project>``).
+
+Writes use the service credentials from the settings (basic auth); searches forward the caller's
+JWT (``LexicalQuery.bearer_token``) so OpenSearch's own security plugin can enforce the JWT realm.
+Every search also filters on the ``project`` keyword, so isolation never rests on index names alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from opensearchpy import OpenSearch, helpers
+from opensearchpy.exceptions import ConnectionError as OSConnectionError
+from opensearchpy.exceptions import NotFoundError, TransportError
+from opensearchpy.helpers.errors import BulkIndexError
+
+from shared.search.lexical import LexicalDoc, LexicalFilters, LexicalHit, LexicalQuery, LexicalUnavailable
+
+BACKEND_NAME = "opensearch"
+INDEX_PREFIX = "vault-"
+ALL_INDICES = INDEX_PREFIX + "*"
+MAX_LIMIT = 1000
+BULK_CHUNK_DOCS = 500
+BULK_CHUNK_BYTES = 10 * 1024 * 1024
+TERMS_BATCH = 1024
+
+# OpenSearch (Lucene 9) rejects a query with more than 1024 leaf clauses in total, and
+# multi_match makes one clause per term per field; these caps keep a pasted log excerpt below it.
+MAX_QUERY_WORDS = 64
+MAX_QUERY_TOKENS = 200
+MAX_QUERY_WORD_CHARS = 64
+_IDEOGRAPH = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_WORD = re.compile(r"\w+")
+
+SEARCH_FIELDS: tuple[str, ...] = (
+    "content",
+    "content.english",
+    "section.english^1.25",
+    "breadcrumb.english^1.1",
+)
+
+INDEX_BODY: dict[str, Any] = {
+    "settings": {
+        "analysis": {
+            "tokenizer": {
+                "poimen_trigram": {
+                    "type": "ngram",
+                    "min_gram": 3,
+                    "max_gram": 3,
+                    "token_chars": ["letter", "digit"],
+                }
+            },
+            "analyzer": {
+                "poimen_trigram": {"type": "custom", "tokenizer": "poimen_trigram", "filter": ["lowercase"]}
+            },
+        }
+    },
+    "mappings": {
+        "dynamic": "strict",
+        "properties": {
+            "chunk_id": {"type": "keyword"},
+            "project": {"type": "keyword"},
+            "source": {"type": "keyword"},
+            # The n-gram subfield is indexed for the identifier-aware matching step; it is not in
+            # SEARCH_FIELDS yet because trigram expansion of a long query overflows the clause limit.
+            "content": {
+                "type": "text",
+                "analyzer": "standard",
+                "fields": {
+                    "english": {"type": "text", "analyzer": "english"},
+                    "ngram": {"type": "text", "analyzer": "poimen_trigram"},
+                },
+            },
+            "breadcrumb": {
+                "type": "text",
+                "analyzer": "standard",
+                "fields": {"english": {"type": "text", "analyzer": "english"}},
+            },
+            "section": {
+                "type": "text",
+                "analyzer": "standard",
+                "fields": {"english": {"type": "text", "analyzer": "english"}},
+            },
+            "level": {"type": "integer"},
+            "tags": {"type": "keyword"},
+            "updated_at": {"type": "date"},
+        },
+    },
+}
+
+
+def index_name(project: str) -> str:
+    """The index of ``project``: ``vault-<project>`` lowercased, with unsafe characters replaced.
+
+    A name that had to be changed gets a short hash of the original, so ``MyProj`` and
+    ``myproj`` never share an index.
+    """
+    if not isinstance(project, str) or not project:
+        raise ValueError("project must be a non-empty string")
+    safe = re.sub(r"[^a-z0-9_.-]", "_", project.lower())
+    if safe != project or len(safe) > 200:
+        digest = hashlib.sha256(project.encode("utf-8")).hexdigest()[:10]
+        safe = f"{safe[:200]}-{digest}"
+    return INDEX_PREFIX + safe
+
+
+def glob_to_lucene_regexp(glob: str) -> str:
+    """Translate a glob (``fnmatch.fnmatchcase`` semantics) into a Lucene ``regexp`` (always anchored).
+
+    Every non-alphanumeric literal is backslash-escaped, which Lucene accepts for any character;
+    queries use ``flags: NONE`` so ``@ & ~ < > #`` have no special meaning either.
+    """
+
+    def lit(ch: str) -> str:
+        return ch if ch.isalnum() else "\\" + ch
+
+    out: list[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        ch = glob[i]
+        i += 1
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[":
+            j = i
+            if j < n and glob[j] == "!":
+                j += 1
+            if j < n and glob[j] == "]":
+                j += 1
+            while j < n and glob[j] != "]":
+                j += 1
+            if j >= n:
+                out.append("\\[")
+                continue
+            body = glob[i:j]
+            i = j + 1
+            negate = body.startswith("!")
+            if negate:
+                body = body[1:]
+            parts: list[str] = []
+            k = 0
+            while k < len(body):
+                if k + 2 < len(body) and body[k + 1] == "-":
+                    parts.append(f"{lit(body[k])}-{lit(body[k + 2])}")
+                    k += 3
+                else:
+                    parts.append(lit(body[k]))
+                    k += 1
+            out.append("[" + ("^" if negate else "") + "".join(parts) + "]")
+        else:
+            out.append(lit(ch))
+    return "".join(out)
+
+
+def bounded_query_text(text: str) -> str:
+    """The query text cut to a size OpenSearch accepts: distinct words, few enough tokens."""
+    words: list[str] = []
+    seen: set[str] = set()
+    tokens = 0
+    for word in text.split():
+        word = word[:MAX_QUERY_WORD_CHARS]
+        if word in seen:
+            continue
+        cost = len(_WORD.findall(word)) + len(_IDEOGRAPH.findall(word))
+        if cost == 0:
+            continue
+        if tokens + cost > MAX_QUERY_TOKENS or len(words) >= MAX_QUERY_WORDS:
+            break
+        seen.add(word)
+        words.append(word)
+        tokens += cost
+    return " ".join(words)
+
+
+def _iso(value: datetime) -> str:
+    return (value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)).isoformat()
+
+
+def _redacted(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _validate_doc(doc: LexicalDoc) -> None:
+    if not isinstance(doc, LexicalDoc):
+        raise ValueError(f"expected a LexicalDoc, got {type(doc).__name__}")
+    for name in ("chunk_id", "project", "source"):
+        value = getattr(doc, name)
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"LexicalDoc.{name} must be a non-empty string (chunk {doc.chunk_id!r})")
+    if isinstance(doc.level, bool) or not isinstance(doc.level, int):
+        raise ValueError(f"LexicalDoc.level must be an int (chunk {doc.chunk_id!r})")
+    if doc.updated_at is not None and not isinstance(doc.updated_at, datetime):
+        raise ValueError(f"LexicalDoc.updated_at must be a datetime or None (chunk {doc.chunk_id!r})")
+
+
+class OpenSearchLexicalIndex:
+    """A :class:`~shared.search.lexical.LexicalIndex` on an OpenSearch cluster."""
+
+    name = BACKEND_NAME
+
+    def __init__(
+        self,
+        url: str,
+        user: str | None = None,
+        password: str | None = None,
+        verify_certs: bool = True,
+        timeout_secs: float = 10.0,
+    ) -> None:
+        """Build the client (no request is made until the first call)."""
+        if not url or not urlsplit(url).hostname:
+            raise ValueError(f"MEM_OPENSEARCH_URL is not a valid URL: {url!r}")
+        self._url = _redacted(url)
+        http_auth = (user, password or "") if user else None
+        self._client = OpenSearch(
+            hosts=[url],
+            http_auth=http_auth,
+            verify_certs=verify_certs,
+            ssl_show_warn=verify_certs,
+            timeout=timeout_secs,
+            # Failing fast lets the caller fall back or report; retries belong to the job queue.
+            max_retries=0,
+            retry_on_timeout=False,
+        )
+        self._known_indices: set[str] = set()
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _unavailable(self, action: str, exc: Exception) -> LexicalUnavailable:
+        if isinstance(exc, OSConnectionError):
+            detail = "timed out" if exc.status_code == "TIMEOUT" else "unreachable"
+            return LexicalUnavailable(f"OpenSearch at {self._url} {detail} during {action}")
+        if isinstance(exc, TransportError):
+            reason = exc.error if isinstance(exc.error, str) else type(exc).__name__
+            return LexicalUnavailable(
+                f"OpenSearch at {self._url} refused {action}: {exc.status_code} {reason}"
+            )
+        return LexicalUnavailable(f"OpenSearch at {self._url} failed during {action}: {exc}")
+
+    def _ensure_index(self, name: str) -> None:
+        if name in self._known_indices:
+            return
+        try:
+            if not self._client.indices.exists(index=name):
+                try:
+                    self._client.indices.create(index=name, body=INDEX_BODY)
+                except TransportError as exc:
+                    # Another process created it between our check and our create.
+                    if exc.error != "resource_already_exists_exception":
+                        raise
+        except TransportError as exc:
+            raise self._unavailable(f"creating index {name}", exc) from exc
+        self._known_indices.add(name)
+
+    # --- writes -----------------------------------------------------------------------------
+
+    def upsert(self, docs: Sequence[LexicalDoc]) -> None:
+        """Index (replace by ``_id`` = chunk_id) every chunk with ``_bulk``, then refresh."""
+        for doc in docs:
+            _validate_doc(doc)
+        if not docs:
+            return
+        names = sorted({index_name(doc.project) for doc in docs})
+        for name in names:
+            self._ensure_index(name)
+
+        def actions() -> Iterator[dict[str, Any]]:
+            for doc in docs:
+                yield {
+                    "_op_type": "index",
+                    "_index": index_name(doc.project),
+                    "_id": doc.chunk_id,
+                    "_source": {
+                        "chunk_id": doc.chunk_id,
+                        "project": doc.project,
+                        "source": doc.source,
+                        "breadcrumb": doc.breadcrumb,
+                        "section": doc.section,
+                        "content": doc.content,
+                        "level": doc.level,
+                        "tags": list(doc.tags),
+                        "updated_at": _iso(doc.updated_at) if doc.updated_at else None,
+                    },
+                }
+
+        try:
+            helpers.bulk(
+                self._client, actions(), chunk_size=BULK_CHUNK_DOCS, max_chunk_bytes=BULK_CHUNK_BYTES
+            )
+            self._client.indices.refresh(index=",".join(names))
+        except BulkIndexError as exc:
+            first = exc.errors[0] if exc.errors else {}
+            raise LexicalUnavailable(
+                f"OpenSearch at {self._url} rejected {len(exc.errors)} of {len(docs)} chunks; first: {first}"
+            ) from exc
+        except TransportError as exc:
+            raise self._unavailable("bulk indexing", exc) from exc
+
+    def _delete_by_query(self, index: str, query: dict[str, Any], action: str) -> None:
+        try:
+            self._client.delete_by_query(
+                index=index,
+                body={"query": query},
+                refresh=True,
+                conflicts="proceed",
+                ignore_unavailable=True,
+                allow_no_indices=True,
+            )
+        except NotFoundError:
+            return  # no index, nothing to delete
+        except TransportError as exc:
+            raise self._unavailable(action, exc) from exc
+
+    def delete_sources(self, project: str, sources: Sequence[str]) -> None:
+        """Remove every chunk of ``sources`` in ``project`` (``_delete_by_query``, refreshed)."""
+        name = index_name(project)
+        for start in range(0, len(sources), TERMS_BATCH):
+            batch = list(sources[start : start + TERMS_BATCH])
+            query = {"bool": {"filter": [{"term": {"project": project}}, {"terms": {"source": batch}}]}}
+            self._delete_by_query(name, query, "deleting sources")
+
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
+        """Remove chunks by id from every project index."""
+        for start in range(0, len(chunk_ids), TERMS_BATCH):
+            batch = list(chunk_ids[start : start + TERMS_BATCH])
+            self._delete_by_query(ALL_INDICES, {"terms": {"chunk_id": batch}}, "deleting chunks")
+
+    # --- reads ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _filter_clauses(projects: Sequence[str], filters: LexicalFilters) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{"terms": {"project": list(projects)}}]
+        if filters.levels:
+            out.append({"terms": {"level": [int(level) for level in filters.levels]}})
+        if filters.source_pattern:
+            regexp = glob_to_lucene_regexp(filters.source_pattern)
+            out.append({"regexp": {"source": {"value": regexp, "flags": "NONE"}}})
+        if filters.updated_since is not None:
+            out.append({"range": {"updated_at": {"gte": _iso(filters.updated_since)}}})
+        for tag in filters.tags:
+            out.append({"term": {"tags": tag}})
+        return out
+
+    def search_body(self, query: LexicalQuery, projects: Sequence[str], text: str) -> dict[str, Any]:
+        """The ``_search`` body: a bool query, BM25 ``multi_match`` as must, the rest as filters."""
+        return {
+            "size": min(int(query.limit), MAX_LIMIT),
+            "_source": ["chunk_id", "project", "source"],
+            "track_total_hits": False,
+            "query": {
+                "bool": {
+                    "must": [
+                        {"multi_match": {"query": text, "type": "most_fields", "fields": list(SEARCH_FIELDS)}}
+                    ],
+                    "filter": self._filter_clauses(projects, query.filters),
+                }
+            },
+        }
+
+    def search(self, query: LexicalQuery) -> list[LexicalHit]:
+        """Best-first hits over the allowed projects' indices, as the caller (JWT) when given."""
+        projects = [p for p in query.projects if p]
+        if not projects or int(query.limit) <= 0 or not isinstance(query.text, str):
+            return []
+        text = bounded_query_text(query.text)
+        if not text:
+            return []
+        headers: dict[str, str] = {}
+        if query.bearer_token:
+            if any(c in query.bearer_token for c in "\r\n"):
+                raise ValueError("bearer token must not contain line breaks")
+            headers["Authorization"] = f"Bearer {query.bearer_token}"
+        try:
+            response = self._client.search(
+                index=",".join(sorted({index_name(p) for p in projects})),
+                body=self.search_body(query, projects, text),
+                ignore_unavailable=True,
+                allow_no_indices=True,
+                headers=headers or None,
+            )
+        except NotFoundError:
+            return []
+        except TransportError as exc:
+            raise self._unavailable("search", exc) from exc
+        hits = []
+        for hit in response.get("hits", {}).get("hits", []):
+            source = hit.get("_source") or {}
+            hits.append(
+                LexicalHit(
+                    chunk_id=source.get("chunk_id") or hit.get("_id", ""),
+                    score=float(hit.get("_score") or 0.0),
+                    project=source.get("project", ""),
+                    source=source.get("source", ""),
+                )
+            )
+        return hits
+
+    def count(self, project: str | None = None) -> int:
+        """``_count`` of chunks in one project's index, or across all project indices."""
+        index = index_name(project) if project is not None else ALL_INDICES
+        body = {"query": {"term": {"project": project}}} if project is not None else None
+        try:
+            response = self._client.count(
+                index=index, body=body, ignore_unavailable=True, allow_no_indices=True
+            )
+        except NotFoundError:
+            return 0
+        except TransportError as exc:
+            raise self._unavailable("count", exc) from exc
+        return int(response.get("count", 0))
+
+    def health(self) -> dict[str, object]:
+        """Backend name, cluster status and document count; raises when the cluster is red or down."""
+        try:
+            cluster = self._client.cluster.health()
+        except TransportError as exc:
+            raise self._unavailable("health check", exc) from exc
+        status = cluster.get("status", "unknown")
+        if status == "red":
+            raise LexicalUnavailable(f"OpenSearch at {self._url} cluster status is red")
+        return {"backend": BACKEND_NAME, "docs": self.count(), "status": status, "url": self._url}
