@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import time
@@ -18,6 +19,14 @@ log = logging.getLogger("api")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # Routes whose bodies may be large (documents); everything else gets the small default limit.
 LARGE_BODY_ENDPOINTS = frozenset({"ingest.create", "diagnosis.diagnose", "optimizer.optimize", "vault.draft"})
+
+# One blueprint per resource; each module exposes ``bp``.
+BLUEPRINT_MODULES: tuple[str, ...] = (
+    "api.health",
+    "api.ingest",
+    "api.projects",
+    "api.openapi",
+)
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -45,10 +54,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     install_error_handlers(app)
     _install_request_hooks(app, settings)
 
-    from api import health, ingest, openapi, projects
-
-    for module in (health, ingest, projects, openapi):
-        app.register_blueprint(module.bp)
+    for name in BLUEPRINT_MODULES:
+        app.register_blueprint(importlib.import_module(name).bp)
     return app
 
 

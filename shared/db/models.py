@@ -209,3 +209,29 @@ class VaultEvent(Base):
     detail: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
     handled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     created_at: Mapped[datetime] = _now_col()
+
+
+class Lesson(Base):
+    """A fix that worked (or did not) for a failure, found again by its signature or its symptom."""
+
+    __tablename__ = "lessons"
+    __table_args__ = (
+        Index("ix_lessons_sig", "sig_sha"),
+        Index("ix_lessons_sym", "sym_sha"),
+        Index("ix_lessons_project", "project"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    project: Mapped[str] = mapped_column(String(100), nullable=False)
+    sig_sha: Mapped[str | None] = mapped_column(String(64))
+    sym_sha: Mapped[str | None] = mapped_column(String(64))
+    tool: Mapped[str] = mapped_column(String(40), nullable=False)
+    normalised: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    title: Mapped[str] = mapped_column(Text, nullable=False)
+    solution: Mapped[str] = mapped_column(Text, nullable=False)
+    source: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    created_by: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    success_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    failure_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    created_at: Mapped[datetime] = _now_col()
+    updated_at: Mapped[datetime] = _now_col()
