@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 INGEST_KIND = "ingest"
 
 
+Dispatcher = Callable[[str, str], None]
+
+
 class JobCancelled(Exception):
     """The job was cancelled while this step ran."""
 
@@ -163,7 +166,7 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def run_ingest_step(job_id: str) -> None:
+def run_ingest_step(job_id: str, send: Dispatcher = dispatch) -> None:
     """Step 1: collect, compare hashes, chunk what changed, store documents and chunks."""
     with session_scope() as session:
         job = store.claim(session, job_id, "ingest")
@@ -268,10 +271,10 @@ def run_ingest_step(job_id: str) -> None:
                 "embeddings_reused": previous.get("embeddings_reused", 0) + reused,
             },
         )
-    dispatch("embed", job_id)
+    send("embed", job_id)
 
 
-def run_embed_step(job_id: str) -> None:
+def run_embed_step(job_id: str, send: Dispatcher = dispatch) -> None:
     """Step 2: give every chunk of the project a vector from the current model."""
     from shared.embedding import get_embedder
     from shared.search.vector_store import ensure_vector_index
@@ -349,7 +352,7 @@ def run_embed_step(job_id: str) -> None:
                 "embedding_model": embedder.model_id if embedder else None,
             },
         )
-    dispatch("index", job_id)
+    send("index", job_id)
 
 
 def lexical_doc(row: ChunkRow, project: str, updated_at: Any) -> LexicalDoc:
@@ -367,7 +370,7 @@ def lexical_doc(row: ChunkRow, project: str, updated_at: Any) -> LexicalDoc:
     )
 
 
-def run_index_step(job_id: str) -> None:
+def run_index_step(job_id: str, send: Dispatcher = dispatch) -> None:
     """Step 3: bring the lexical engine in line with the changed and removed documents."""
     from shared.search.lexical_factory import get_lexical_index
 
@@ -407,3 +410,43 @@ def run_index_step(job_id: str) -> None:
         if job is None or job.status != "running" or job.step != "index":
             raise JobCancelled(job_id)
         store.succeed(session, job, result={"chunks_indexed": indexed, "lexical_engine": index.name})
+
+
+STEPS: dict[str, Callable[[str, Dispatcher], None]] = {
+    "ingest": run_ingest_step,
+    "embed": run_embed_step,
+    "index": run_index_step,
+}
+
+
+def run_inline(job_id: str) -> None:
+    """Run every due step of an ingest job in this process, without a broker (``mem eval``, tests).
+
+    The steps are the same functions the workers run; only the hand-over differs.
+    """
+    due: list[str] = []
+
+    def collect(step: str, _job_id: str) -> None:
+        due.append(step)
+
+    with session_scope() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise ValueError(f"no job {job_id}")
+        due.append(job.step)
+    while due:
+        step = due.pop(0)
+        if step in STEPS:
+            STEPS[step](job_id, collect)
+
+
+def ingest_inline(project: str, source: dict[str, Any], submitted_by: str = "cli") -> str:
+    """Create an ingest job and run it to completion in this process; returns the job id."""
+    with session_scope() as session:
+        job, _ = store.create_job(
+            session, kind=INGEST_KIND, first_step="ingest", project=project,
+            payload={"source": source}, submitted_by=submitted_by,
+        )
+        job_id = job.id
+    run_inline(job_id)
+    return job_id
