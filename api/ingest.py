@@ -2,34 +2,23 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify, request, url_for
+from flask import Blueprint, current_app, jsonify, url_for
 from sqlalchemy.exc import IntegrityError
 
 from api.auth import require_project
 from api.contract import endpoint
+from api.idempotency import idempotency_key
 from api.problems import Problem
 from api.schemas import DirectorySource, IngestRequest, JobOut
 from shared.config import Settings
 from shared.db.engine import session_scope
 from shared.identity.principal import READ, WRITE, Principal
 from shared.ingest.pipeline import INGEST_KIND
+from shared.ingest.sources import BadDocument, check_document_path
 from shared.jobs import store
 from shared.jobs.broker import dispatch
 
 bp = Blueprint("ingest", __name__, url_prefix="/memory")
-
-MAX_IDEMPOTENCY_KEY = 200
-
-
-def idempotency_key() -> str | None:
-    """The request's ``Idempotency-Key`` header, validated."""
-    key = request.headers.get("Idempotency-Key")
-    if key is None:
-        return None
-    key = key.strip()
-    if not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
-        raise Problem(400, f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY} printable characters")
-    return key
 
 
 def _directory_payload(source: DirectorySource, settings: Settings) -> dict[str, object]:
@@ -51,6 +40,14 @@ def submit_ingest(body: IngestRequest, principal: Principal, key: str | None) ->
     if principal.projects is not None and body.project not in principal.projects:
         require_project(principal, body.project)
     source = body.source.model_dump()
+    if source["type"] == "inline":
+        for i, doc in enumerate(source["documents"]):
+            try:
+                doc["path"] = check_document_path(doc["path"])
+            except BadDocument as exc:
+                raise Problem(400, f"source.documents[{i}]: {exc}") from None
+            if "\x00" in doc["content"]:
+                raise Problem(400, f"source.documents[{i}]: content contains a NUL byte")
     if source["type"] == "directory":
         source = _directory_payload(body.source, settings)  # type: ignore[arg-type]
     try:
@@ -81,9 +78,13 @@ def submit_ingest(body: IngestRequest, principal: Principal, key: str | None) ->
 
 
 @endpoint(bp, "/ingest", "POST", summary="Submit an ingest job", capability=WRITE, body=IngestRequest,
-          responses={202: ("job accepted", JobOut)})
+          responses={202: ("job accepted", JobOut)}, rate_limit="ingest", idempotent=True)
 def create(body: IngestRequest, principal: Principal):  # type: ignore[no-untyped-def]
-    """Queue documents (inline, a vault directory or a git repository) for chunking, embedding and indexing."""
+    """Queue documents (inline, a vault directory or a git repository) for chunking, embedding and indexing.
+
+    ``Idempotency-Key`` is honoured twice over: the contract replays the recorded HTTP response, and the
+    same key on the job row guarantees one job even after that record expires.
+    """
     job, _created = submit_ingest(body, principal, idempotency_key())
     response = jsonify(job)
     response.status_code = 202
@@ -101,17 +102,14 @@ def visible_job(job_id: str, principal: Principal) -> dict[str, object]:
 
 
 @endpoint(bp, "/ingest/<job_id>", "GET", summary="Status, progress and result of an ingest job",
-          capability=READ, responses={200: ("the job", JobOut)})
+          capability=READ, responses={200: ("the job", JobOut)}, rate_limit="jobs")
 def show(job_id: str, principal: Principal):  # type: ignore[no-untyped-def]
     """Poll a job."""
     return jsonify(visible_job(job_id, principal))
 
 
 @endpoint(bp, "/jobs/<job_id>", "GET", summary="Status, progress and result of any job", capability=READ,
-          responses={200: ("the job", JobOut)})
+          responses={200: ("the job", JobOut)}, rate_limit="jobs")
 def job(job_id: str, principal: Principal):  # type: ignore[no-untyped-def]
     """Poll any job (ingest, sync, vault, diagnosis)."""
     return jsonify(visible_job(job_id, principal))
-
-
-

