@@ -171,8 +171,9 @@ def collect_inline(documents: Iterable[dict[str, object]]) -> tuple[list[SourceF
 
 def clone_repository(url: str, ref: str, dest: Path, timeout: float = 300.0) -> Path:
     """Shallow-clone ``url`` at ``ref`` into ``dest`` (replacing an older clone) and return it."""
-    if not (url.startswith("https://") or url.startswith("http://") or url.startswith("file://")):
-        raise SourceError("git url must be http(s):// or file://")
+    # Only network remotes: a file:// or local path would let a caller read any repository on the server.
+    if not (url.startswith("https://") or url.startswith("http://")):
+        raise SourceError("git url must start with http:// or https://")
     if ref.startswith("-"):
         raise SourceError("git ref may not start with '-'")
     tmp = dest.with_name(dest.name + ".cloning")
