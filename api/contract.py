@@ -1,7 +1,8 @@
 """One decorator per endpoint declares its contract: method, path, capability, request and response schemas.
 
-The same declaration drives authorisation, request validation (pydantic) and the OpenAPI 3.1 document at
-``/openapi.json``, so the description cannot drift from the code. Hand-written rather than taken from a
+The same declaration drives authorisation, request validation (pydantic), the rate class (``api.limits``),
+``Idempotency-Key`` replay (``api.idempotency``) and the OpenAPI 3.1 document at ``/openapi.json``, so the
+description cannot drift from the code. Hand-written rather than taken from a
 Flask-OpenAPI extension because the capability and the project check must sit in the same declaration,
 and pydantic v2 already emits JSON Schema 2020-12, which is what OpenAPI 3.1 uses.
 """
@@ -36,9 +37,39 @@ class EndpointSpec:
     responses: dict[int, tuple[str, type[BaseModel] | None]] = field(default_factory=dict)
     operation_id: str = ""
     raw_body: bool = False  # the handler reads request.get_data() itself (webhooks)
+    rate_limit: str | None = None  # a rate class of api.limits.RATE_CLASSES; None = not limited
+    idempotent: bool = False  # honours Idempotency-Key (POSTs that create work)
+    endpoint: str = ""  # Flask endpoint name, "<blueprint>.<function>"
 
 
 REGISTRY: list[EndpointSpec] = []
+_BY_ENDPOINT: dict[str, EndpointSpec] = {}
+
+# Sentinel: "infer the rate class from the capability and method" (see default_rate_class).
+INFER = "infer"
+
+
+def default_rate_class(method: str, capability: str | None) -> str | None:
+    """The rate class of an endpoint that does not name one.
+
+    Open endpoints (health, readiness, signed webhooks) are not limited; admin operations share the admin
+    budget; other POSTs that need ``memory:write`` create work (the ingest budget); POSTs that only read
+    are queries; GETs are metadata.
+    """
+    from shared.identity.principal import ADMIN, WRITE
+
+    if capability is None:
+        return None
+    if capability == ADMIN:
+        return "admin"
+    if method.upper() != "GET":
+        return "ingest" if capability == WRITE else "query"
+    return "metadata"
+
+
+def spec_for_endpoint(endpoint_name: str | None) -> EndpointSpec | None:
+    """The contract of a Flask endpoint (``request.endpoint``), or ``None`` for routes outside the registry."""
+    return _BY_ENDPOINT.get(endpoint_name or "")
 
 
 def _format_validation(exc: ValidationError) -> tuple[str, list[dict[str, Any]]]:
@@ -79,7 +110,9 @@ def parse_query(model: type[BaseModel]) -> BaseModel:
                 raise Problem(400, f"query parameter {key!r} is too long")
         field_info = model.model_fields.get(key)
         wants_list = field_info is not None and "list" in str(field_info.annotation).lower()
-        data[key] = values if wants_list else values[-1]
+        if not wants_list and len(values) > 1:
+            raise Problem(400, f"query parameter {key!r} may be given only once")
+        data[key] = values if wants_list else values[0]
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -98,13 +131,23 @@ def endpoint(
     query: type[BaseModel] | None = None,
     responses: dict[int, tuple[str, type[BaseModel] | None]] | None = None,
     raw_body: bool = False,
+    rate_limit: str | None = INFER,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a view on ``bp`` with its contract.
 
     The view receives ``body=`` and/or ``query=`` (validated models) as keyword arguments, and
-    ``principal=`` when it declares a capability.
+    ``principal=`` when it declares a capability. ``rate_limit`` names a rate class of
+    ``api.limits.RATE_CLASSES`` (``None``: unlimited; default: :func:`default_rate_class`).
+    ``idempotent=True`` makes a repeated ``Idempotency-Key`` replay the first response
+    (``api.idempotency``); use it on every POST that creates work.
     """
     from api.auth import authorize
+    from api.idempotency import run_idempotent
+    from api.limits import check_rate_class
+
+    rate_class = default_rate_class(method, capability) if rate_limit == INFER else rate_limit
+    check_rate_class(rate_class)
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         prefix = bp.url_prefix or ""
@@ -119,8 +162,12 @@ def endpoint(
             responses=responses or {},
             operation_id=f"{bp.name}_{fn.__name__}",
             raw_body=raw_body,
+            rate_limit=rate_class,
+            idempotent=idempotent,
+            endpoint=f"{bp.name}.{fn.__name__}",
         )
         REGISTRY.append(spec)
+        _BY_ENDPOINT[spec.endpoint] = spec
 
         @functools.wraps(fn)
         def view(**kwargs: Any) -> Any:
@@ -130,6 +177,10 @@ def endpoint(
                 kwargs["query"] = parse_query(query)
             if body is not None:
                 kwargs["body"] = parse_body(body)
+            if idempotent:
+                from api.auth import resolve_principal
+
+                return run_idempotent(resolve_principal().subject, lambda: fn(**kwargs))
             return fn(**kwargs)
 
         bp.add_url_rule(rule, endpoint=fn.__name__, view_func=view, methods=[method.upper()])

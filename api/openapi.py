@@ -64,13 +64,27 @@ def _operation(spec: EndpointSpec, components: dict[str, Any]) -> tuple[str, dic
             entry["content"] = {"application/json": {"schema": _schema_ref(model, components, "serialization")}}
         responses[str(status)] = entry
     problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
-    errors = {"400": "bad request", "404": "not found", "413": "body too large", "415": "not JSON",
-              "422": "conflicting idempotent replay", "429": "rate limited", "500": "internal error",
-              "503": "dependency unavailable"}
+    errors = {"400": "bad request", "404": "not found", "405": "method not allowed", "406": "not acceptable",
+              "500": "internal error", "503": "dependency unavailable"}
+    if spec.body is not None or spec.raw_body:
+        errors |= {"413": "body too large", "415": "not JSON"}
+    if spec.raw_body:  # signed deliveries (webhooks) check their signature themselves
+        errors["401"] = "signature missing or invalid"
     if spec.capability is not None:
         errors |= {"401": "not authenticated", "403": "capability or project missing"}
         op["security"] = [{"bearer": []}]
         op["x-capability"] = spec.capability
+    if spec.rate_limit is not None:
+        errors["429"] = "rate limited (see Retry-After and X-RateLimit-* headers)"
+        op["x-rate-limit-class"] = spec.rate_limit
+    if spec.idempotent:
+        errors |= {"409": "a request with this Idempotency-Key is still running",
+                   "422": "this Idempotency-Key was used with a different request"}
+        op.setdefault("parameters", []).append({
+            "name": "Idempotency-Key", "in": "header", "required": False,
+            "description": "Replays the first response for 24 hours when the same request is sent again.",
+            "schema": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[!-~]+$"},
+        })
     for code, description in errors.items():
         responses.setdefault(code, {"description": description, "content": problem})
     op["responses"] = responses

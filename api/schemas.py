@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-PROJECT_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+PROJECT_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
+PROJECT_RE = re.compile(PROJECT_PATTERN)
+
+#: A project name, with its rule in the published JSON Schema (so clients and the contract fuzzer see it).
+ProjectName = Annotated[str, StringConstraints(pattern=PROJECT_PATTERN, min_length=1, max_length=100)]
 
 
 def check_project_name(value: str) -> str:
@@ -50,7 +54,7 @@ class GitSource(Strict):
 
 
 class IngestRequest(Strict):
-    project: str = Field(description="Project name (a top-level vault folder)")
+    project: ProjectName = Field(description="Project name (a top-level vault folder)")
     source: InlineSource | DirectorySource | GitSource = Field(discriminator="type")
 
     @field_validator("project")
@@ -111,7 +115,7 @@ class SkillList(BaseModel):
 
 
 class SkillQuery(Strict):
-    project: str | None = Field(default=None, max_length=100)
+    project: ProjectName | None = None
     tag: str | None = Field(default=None, max_length=200)
 
 

@@ -67,6 +67,8 @@ def base_env(data_dir: Path) -> dict[str, str]:
         "MEM_BROKER_POLL_SECS": "0.1",
         "MEM_SWEEP_INTERVAL_SECS": "1",
         "MEM_JOB_LEASE_SECS": "30",
+        # Tests poll endpoints in loops; the rate-limit tests switch limits on for themselves.
+        "MEM_RATE_LIMIT_ENABLED": "false",
     }
     for key in list(os.environ):
         if key.startswith("MEM_") and key not in env and key != "MEM_TEST_REDIS_URL" and key != "MEM_OPENSEARCH_URL":

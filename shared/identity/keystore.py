@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.models import ApiKey, RoleProject
@@ -117,6 +117,24 @@ def role_projects(session: Session) -> Mapping[str, set[str]]:
     for role, project in session.execute(select(RoleProject.role, RoleProject.project)):
         mapping.setdefault(role, set()).add(project)
     return mapping
+
+
+def grant_role_project(session: Session, role: str, project: str) -> bool:
+    """Let OIDC role (or group) ``role`` see ``project``; True if the grant is new."""
+    role, project = role.strip(), project.strip()
+    if not role or not project or len(role) > 256 or len(project) > 100:
+        raise ValueError("role must be 1-256 characters and project 1-100")
+    if session.get(RoleProject, (role, project)) is not None:
+        return False
+    session.add(RoleProject(role=role, project=project))
+    session.flush()
+    return True
+
+
+def revoke_role_project(session: Session, role: str, project: str) -> bool:
+    """Remove a role -> project grant; True if it existed."""
+    res = session.execute(delete(RoleProject).where(RoleProject.role == role, RoleProject.project == project))
+    return bool(res.rowcount)
 
 
 def has_any_key(session: Session) -> bool:
