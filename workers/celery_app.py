@@ -14,6 +14,7 @@ app.conf.imports = (
     "workers.embed",
     "workers.index",
     "workers.sync",
+    "workers.vault",
 )
 
 

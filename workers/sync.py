@@ -1,12 +1,16 @@
-"""Queue ``sync``: the lease sweep and vault synchronisation."""
+"""Queue ``sync``: the lease sweep and vault synchronisation (webhook-triggered and periodic)."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+from shared.config import get_settings
 from shared.db.engine import session_scope
 from shared.jobs import store
 from shared.jobs.broker import dispatch
+from shared.jobs.runner import run_step
+from shared.vault.sync import SYNC_STEP, periodic_check, run_sync_step
 from workers.celery_app import app
 
 log = logging.getLogger(__name__)
@@ -23,3 +27,14 @@ def sweep() -> dict[str, int]:
         log.warning("lease sweep", extra={"requeued": len(requeue), "failed": len(failed)})
     return {"requeued": len(requeue), "failed": len(failed)}
 
+
+@app.task(name="sync.run")
+def run(job_id: str) -> None:
+    """Run the sync step of a job: fetch the vault remote and reindex what changed."""
+    run_step(SYNC_STEP, job_id, run_sync_step)
+
+
+@app.task(name="sync.periodic")
+def periodic() -> dict[str, Any]:
+    """Beat fallback for lost webhooks: queue a sync when the remote moved or a project lags behind."""
+    return periodic_check(get_settings())

@@ -33,6 +33,7 @@ from shared.ingest.sources import (
     clone_repository,
     collect_directory,
     collect_inline,
+    collect_vault_files,
     decode_markdown,
 )
 from shared.jobs import store
@@ -101,6 +102,18 @@ def _collect(payload: dict[str, Any]) -> tuple[list[SourceFile], list[Skipped], 
         root = dest / source["subdir"] if source.get("subdir") else dest
         files, skipped = collect_directory(root)
         return files, skipped, True
+    if kind == "vault":
+        # A vault sync: either the named changed files of one project folder, or ("reconcile") the whole
+        # folder after a force-push. The sync holds the vault lock while this step reads the working copy.
+        max_bytes = get_settings().max_document_bytes
+        project_dir = Path(source["path"])
+        if source.get("mode") == "reconcile":
+            if not project_dir.is_dir():
+                return [], [], True  # the folder is gone from the vault: every document goes
+            files, skipped = collect_directory(project_dir, max_bytes=max_bytes)
+            return files, skipped, True
+        files, skipped = collect_vault_files(project_dir, source.get("changed", []), max_bytes)
+        return files, skipped, False
     raise BadDocument(f"unknown source type {kind!r}")
 
 
@@ -187,6 +200,10 @@ def run_ingest_step(job_id: str, send: Dispatcher = dispatch) -> None:
     skipped += bad
 
     deletes = {str(p) for p in payload.get("source", {}).get("delete", [])}
+    if payload.get("source", {}).get("type") == "vault":
+        # The vault is the truth: a file that can no longer be ingested (now binary, too large, not UTF-8)
+        # must not stay searchable with the text it had before.
+        deletes |= {s.path for s in skipped}
     with session_scope() as session:
         _project_lock(session, project_name)
         project = get_or_create_project(session, project_name)
@@ -409,6 +426,10 @@ def run_index_step(job_id: str, send: Dispatcher = dispatch) -> None:
         job = session.get(Job, job_id, with_for_update=True)
         if job is None or job.status != "running" or job.step != "index":
             raise JobCancelled(job_id)
+        if (job.payload.get("source") or {}).get("type") == "vault":
+            from shared.vault.sync import record_published  # imports this module: import at call time
+
+            record_published(session, job, project_name, changed, removed)
         store.succeed(session, job, result={"chunks_indexed": indexed, "lexical_engine": index.name})
 
 

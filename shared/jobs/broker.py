@@ -21,6 +21,7 @@ _app: Celery | None = None
 # Task name of each step; a step's queue has the same name as the step.
 STEP_TASKS: dict[str, str] = {queue: f"{queue}.run" for queue in QUEUES}
 SWEEP_TASK = "sync.sweep"
+PERIODIC_SYNC_TASK = "sync.periodic"
 
 
 def broker_url(settings: Settings) -> str:
@@ -61,6 +62,12 @@ def make_celery(settings: Settings | None = None) -> Celery:
         ),
         beat_schedule={
             "sweep-expired-jobs": {"task": SWEEP_TASK, "schedule": settings.sweep_interval_secs},
+            # Fallback for lost webhooks; MEM_SYNC_INTERVAL_SECS=0 turns it off.
+            **(
+                {"periodic-vault-sync": {"task": PERIODIC_SYNC_TASK, "schedule": settings.sync_interval_secs}}
+                if settings.sync_interval_secs > 0
+                else {}
+            ),
         },
         timezone="UTC",
         enable_utc=True,
