@@ -96,7 +96,9 @@ def visible_job(job_id: str, principal: Principal) -> dict[str, object]:
     """A job the principal may see, or a 404 (the same answer for a job of a hidden project)."""
     with session_scope() as session:
         view = store.get_job(session, job_id)
-    if view is None or (view.project is not None and not principal.may_see(view.project)):
+    # Jobs without a project (vault syncs) touch every project: only callers scoped to all projects see them.
+    hidden = principal.projects is not None if view and view.project is None else False
+    if view is None or hidden or (view.project is not None and not principal.may_see(view.project)):
         raise Problem(404, f"no job {job_id!r}")
     return view.to_dict()
 
