@@ -63,11 +63,6 @@ def embed_input(breadcrumb: str, text_: str) -> str:
     return f"{breadcrumb}\n\n{text_}" if breadcrumb else text_
 
 
-def _word_count(text_: str) -> int:
-    # Fallback when no embedder is configured: words are a fair stand-in for tokens.
-    return max(1, int(len(text_.split()) * 1.3))
-
-
 def _project_lock(session: Session, project: str) -> None:
     """Serialise writers of one project (two ingests, an ingest and a sync) within a transaction."""
     key = int.from_bytes(hashlib.sha256(f"project:{project}".encode()).digest()[:8], "big", signed=True)
@@ -118,12 +113,11 @@ def _collect(payload: dict[str, Any]) -> tuple[list[SourceFile], list[Skipped], 
 
 
 def _parse(files: Sequence[SourceFile], project: str, changed_paths: set[str]) -> tuple[list[tuple[SourceFile, ParsedDocument]], list[Skipped]]:
-    from shared.embedding import get_embedder
+    from shared.embedding import get_token_counter
     from shared.vault.markdown import parse_markdown
 
     settings = get_settings()
-    embedder = get_embedder(settings)
-    count_tokens: Callable[[str], int] = embedder.count_tokens if embedder is not None else _word_count
+    count_tokens: Callable[[str], int] = get_token_counter(settings)
     parsed: list[tuple[SourceFile, ParsedDocument]] = []
     skipped: list[Skipped] = []
     for f in files:
@@ -139,7 +133,7 @@ def _parse(files: Sequence[SourceFile], project: str, changed_paths: set[str]) -
                 overlap_tokens=settings.chunk_overlap_tokens,
                 count_tokens=count_tokens,
             )
-        except BadDocument as exc:
+        except (BadDocument, ValueError) as exc:
             skipped.append(Skipped(f.path, str(exc)))
             continue
         if not doc.chunks:
