@@ -50,6 +50,12 @@ class Settings(BaseSettings):
     embed_cache_entries: int = 4096  # in-process LRU of chunk vectors (about 1.5 KiB each at 384-d)
     query_cache_ttl_secs: float = 3600.0  # query vectors, in Redis when MEM_REDIS_URL is set
 
+    # --- query -----------------------------------------------------------------------------------
+    query_embed_timeout_secs: float = 2.0  # slower than this and the query is answered lexically
+    query_engine_timeout_secs: float = 5.0  # per engine; a slower engine is reported in `warnings`
+    query_threads: int = 8  # the bounded pool that runs engines in parallel
+    hnsw_ef_search: int = 100  # measured by bench/query.py (recall@10 vs exact search), not guessed
+
     # --- chunking --------------------------------------------------------------------------------
     chunk_max_tokens: int = 256
     chunk_overlap_tokens: int = 32
@@ -75,6 +81,19 @@ class Settings(BaseSettings):
     oidc_issuer: str | None = None
     oidc_jwks_url: str | None = None
     oidc_audience: str | None = None
+
+    # --- rate limits (per principal and endpoint; flask-limiter notation, "" = unlimited) ----------
+    rate_limit_enabled: bool = True
+    rate_limit_ingest: str = "100/hour"  # POSTs that create work: ingest, vault generate, drafts
+    rate_limit_query: str = "1000/hour"  # search, context, diagnosis, optimize
+    rate_limit_metadata: str = "100/hour"  # projects, skills, status listings
+    rate_limit_jobs: str = "3600/hour"  # polling a job (one poll a second)
+    rate_limit_admin: str = "100/hour"  # keys and settings
+    rate_limit_storage_url: str | None = Field(
+        default=None, description="limits storage URI; default MEM_REDIS_URL, else in-process memory."
+    )
+    rate_limit_key_prefix: str = "mem-rl"
+    idempotency_ttl_secs: int = 24 * 3600
 
     # --- forge and webhooks ----------------------------------------------------------------------
     forgejo_url: str | None = None
