@@ -1,0 +1,358 @@
+"""Benchmark of the context optimizer on real data: token reduction, speed and retention per type.
+
+    python bench/optimizer.py [--data ../shared/data] [--limit N] [--types log,json,...] [--json]
+
+Data (read-only, never copied into the project):
+- log:  LogChunks failed Travis logs (retention: the labelled failure chunk's lines survive) and CiDiff
+        fail logs (retention: the ground-truth error lines survive);
+- json: Loghub structured CSVs turned into JSON arrays (retention: every key, the first and last rows
+        and every row whose level is an error level survive);
+- diff: this repository's own history, ``git log -p`` one commit at a time, plus ``git diff HEAD``
+        (retention: every changed line and hunk header survives);
+- code: this repository's own Python source, with code compression switched on (retention: every
+        import, def and class line survives);
+- text: the OpenShift and Prometheus-operator runbooks (retention: identifiers, numbers and error
+        codes survive).
+
+"Reduction" is 1 - tokens_after / tokens_before with the embedding model's WordPiece tokenizer, for
+the whole pipeline (aligner ``[ctx: ...]`` line and the ~56-token CCR marker included) and for the
+compressor alone. "ms/10KB" is the compressor's time (detection excluded), and the pipeline's
+(detection, token counting and the CCR put included), after a warm-up that loads magika.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import gzip
+import json
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from shared.config import Settings  # noqa: E402
+from shared.diagnosis.lines import split_line  # noqa: E402
+from shared.noise import normalise_text  # noqa: E402
+from shared.optimizer.align import align_dynamic  # noqa: E402
+from shared.optimizer.ccr import MemoryCCRStore  # noqa: E402
+from shared.optimizer.compress_code import compress_code  # noqa: E402
+from shared.optimizer.compress_diff import compress_diff  # noqa: E402
+from shared.optimizer.compress_json import compress_json  # noqa: E402
+from shared.optimizer.compress_log import compress_log  # noqa: E402
+from shared.optimizer.compress_text import compress_text  # noqa: E402
+from shared.optimizer.decode import decode_bytes  # noqa: E402
+from shared.optimizer.detect import detect_content_type  # noqa: E402
+from shared.optimizer.outcome import CannotCompress  # noqa: E402
+from shared.optimizer.pipeline import InputChunk, optimize_chunks  # noqa: E402
+from shared.optimizer.prompt import split_trailer  # noqa: E402
+from shared.optimizer.tokens import count_tokens  # noqa: E402
+
+_FOLD_SUFFIX = re.compile(r" \[×\d+\]$")
+_ERROR_LEVELS = {"error", "fatal", "severe", "critical", "crit", "e", "f", "err", "alert", "emerg", "panic"}
+_IDENTIFIER_SHAPE = re.compile(r"[\d_./:]|[a-z][A-Z]|^[A-Z]{2,}")  # still an identifier once trailing dots go
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.\-/:]*[\d_./:][\w.\-/:]*|\b[A-Z][a-z]+[A-Z]\w*|\b[A-Z]{2,}\d*\b|\b\d[\w.]*")
+
+
+@dataclass
+class Sample:
+    """One input: its text, the forced type and the strings that must survive compression."""
+
+    name: str
+    text: str
+    kind: str
+    must_keep: list[str] = field(default_factory=list)
+    checker: Callable[[str, list[str]], int] | None = None  # returns how many must_keep survived
+
+
+@dataclass
+class Row:
+    kind: str
+    source: str
+    reductions: list[float] = field(default_factory=list)
+    compressor_reductions: list[float] = field(default_factory=list)
+    ms_per_10kb: list[float] = field(default_factory=list)
+    pipeline_ms_per_10kb: list[float] = field(default_factory=list)
+    kept: int = 0
+    must: int = 0
+    per_input: list[float] = field(default_factory=list)  # retention of each input with must-keep lines
+    passthrough: dict[str, int] = field(default_factory=dict)
+    detected_as: dict[str, int] = field(default_factory=dict)
+
+
+# --- retention checks ---------------------------------------------------------------------------
+
+
+def _line_key(line: str) -> str:
+    text, _ = split_line(line)
+    return " ".join(normalise_text(_FOLD_SUFFIX.sub("", text)).split())
+
+
+def _meaningful(line: str) -> bool:
+    """A must-keep line worth checking: not blank once a bare timestamp (a GitHub blank line) is gone."""
+    return len(_line_key(line).replace("<ts>", "").strip()) >= 3
+
+
+def contained_lines(output: str, must_keep: list[str]) -> int:
+    """Must-keep log lines found (normalised, whitespace-collapsed) inside the normalised output."""
+    haystack = "\n".join(_line_key(line) for line in output.split("\n"))
+    return sum(1 for line in must_keep if _line_key(line) in haystack)
+
+
+def exact_lines(output: str, must_keep: list[str]) -> int:
+    present = set(output.split("\n"))
+    return sum(1 for line in must_keep if line in present)
+
+
+def substrings(output: str, must_keep: list[str]) -> int:
+    return sum(1 for item in must_keep if item in output)
+
+
+def json_items(output: str, must_keep: list[str]) -> int:
+    """must_keep holds "key:<name>" and "row:<LineId>" entries."""
+    body, _ = split_trailer(output)
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return 0
+    rows = [item for item in data if isinstance(item, dict)]
+    keys = {key for row in rows for key in row} | {k for row in rows for k in row.get("_keys_not_shown", [])}
+    ids = {str(row.get("LineId")) for row in rows}
+    return sum(1 for item in must_keep if (item[4:] in keys if item.startswith("key:") else item[4:] in ids))
+
+
+# --- datasets -----------------------------------------------------------------------------------
+
+
+def logchunks(data: Path, limit: int | None) -> Iterator[Sample]:
+    root = data / "logs" / "logchunks"
+    labels = root / "labels.jsonl"
+    if not labels.exists():
+        return
+    rows = [json.loads(line) for line in labels.read_text().splitlines()]
+    if limit is not None and limit < len(rows):
+        rows = rows[:: -(-len(rows) // limit)]  # evenly spaced: every language, not the first N
+    for row in rows:
+        path = root / row["log"]
+        if not path.exists():
+            continue
+        text, _ = decode_bytes(gzip.decompress(path.read_bytes()))
+        text = text.replace("\r\n", "\n")
+        chunk = row["chunk"].replace("\r\n", "\n")
+        must = [ln for ln in chunk.split("\n") if _meaningful(ln)]
+        yield Sample(f"logchunks/{row['log']}", text, "log", must, contained_lines)
+
+
+def cidiff(data: Path, limit: int | None) -> Iterator[Sample]:
+    root = data / "logs" / "cidiff"
+    if not root.exists():
+        return
+    folders = sorted(p for p in root.iterdir() if (p / "groundtruth").exists())
+    for folder in folders[:limit]:
+        text, _ = decode_bytes((folder / "fail.log").read_bytes())
+        lines = text.splitlines()
+        must: list[str] = []
+        for entry in (folder / "groundtruth").read_text().splitlines()[1:]:
+            if not entry.startswith("E "):
+                continue
+            span = entry[2:].strip()
+            first, _, last = span.partition("-")
+            for number in range(int(first), int(last or first) + 1):
+                if 0 < number <= len(lines) and _meaningful(lines[number - 1]):
+                    must.append(lines[number - 1])
+        yield Sample(f"cidiff/{folder.name}", text, "log", must, contained_lines)
+
+
+def loghub_json(data: Path, limit: int | None) -> Iterator[Sample]:
+    root = data / "logs" / "loghub-2k"
+    if not root.exists():
+        return
+    for path in sorted(root.glob("*/*_structured.csv"))[:limit]:
+        with path.open(newline="", encoding="utf-8", errors="replace") as handle:
+            rows = list(csv.DictReader(handle))
+        if not rows:
+            continue
+        must = [f"key:{key}" for key in rows[0]]
+        must += [f"row:{rows[0]['LineId']}", f"row:{rows[-1]['LineId']}"]
+        must += [f"row:{row['LineId']}" for row in rows if (row.get("Level") or "").strip().lower() in _ERROR_LEVELS]
+        yield Sample(f"loghub/{path.parent.name}", json.dumps(rows, indent=2), "json", must, json_items)
+
+
+def git_diffs(repo: Path, limit: int | None) -> Iterator[Sample]:
+    def run(*args: str) -> str:
+        result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, errors="replace")
+        return result.stdout if result.returncode == 0 else ""
+
+    commits = run("log", "--format=%H", f"-n{limit or 200}").split()
+    texts = [(f"commit {sha[:10]}", run("show", "--format=commit %H%n%n    %s%n", sha)) for sha in commits]
+    texts.append(("git diff HEAD", run("diff", "HEAD")))
+    for name, text in texts:
+        if "@@ " not in text:
+            continue
+        must = [ln for ln in text.split("\n") if ln.startswith(("@@ ", "+", "-")) and not ln.startswith(("+++ ", "--- "))]
+        yield Sample(name, text, "diff", must, exact_lines)
+
+
+def own_code(repo: Path, limit: int | None) -> Iterator[Sample]:
+    files = sorted(p for folder in ("shared", "api", "cli", "workers", "bench") for p in (repo / folder).rglob("*.py"))
+    for path in files[:limit]:
+        text = path.read_text(errors="replace")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        lines = text.splitlines()
+        must = []
+        # What the outline promises: module- and class-level imports, defs and classes (a def nested in a
+        # function body goes with the body).
+        pending: list[ast.stmt] = list(tree.body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom):
+                must.append(lines[node.lineno - 1].strip())
+            if isinstance(node, ast.ClassDef):
+                pending.extend(node.body)
+            elif isinstance(node, ast.If | ast.Try):
+                pending.extend(node.body)  # TYPE_CHECKING and optional-import blocks
+        if count_tokens(text) < 200:
+            continue  # __init__ files and stubs: nothing to outline
+        yield Sample(str(path.relative_to(repo)), text, "code", must, substrings)
+
+
+def _identifiers(text: str) -> list[str]:
+    fenced = re.sub(r"```.*?```", " ", text, flags=re.S)
+    found = {m.group(0).rstrip(".:/-") for m in _IDENTIFIER.finditer(fenced)}
+    return sorted(token for token in found if _IDENTIFIER_SHAPE.search(token))
+
+
+def beir_abstracts(data: Path, limit: int | None) -> Iterator[Sample]:
+    """Scientific abstracts (BEIR SciFact corpus): prose, to show the text compressor where it has room."""
+    corpus = data / "beir" / "scifact" / "corpus.jsonl"
+    if not corpus.exists():
+        return
+    with corpus.open() as handle:
+        for count, line in enumerate(handle):
+            if count >= (limit or 300):
+                break
+            doc = json.loads(line)
+            text = f"{doc.get('title', '')}\n\n{doc.get('text', '')}"
+            yield Sample(f"scifact/{doc['_id']}", text, "text", _identifiers(text), substrings)
+
+
+def runbooks(data: Path, limit: int | None) -> Iterator[Sample]:
+    files = sorted((data / "vaults").glob("*/**/*.md"))
+    for path in files[:limit]:
+        text = path.read_text(errors="replace")
+        must = _identifiers(text)
+        yield Sample(f"{path.parent.parent.name}/{path.name}", text, "text", must, substrings)
+
+
+# --- running ------------------------------------------------------------------------------------
+
+COMPRESSORS: dict[str, Callable[[str], str]] = {
+    "log": lambda text: align_dynamic(compress_log(text)).text,
+    "json": lambda text: compress_json(text),
+    "diff": lambda text: compress_diff(text),
+    "code": lambda text: compress_code(text, language="python"),
+    "text": lambda text: compress_text(text),
+}
+
+
+def measure(sample: Sample, row: Row, settings: Settings, store: MemoryCCRStore) -> None:
+    size_10kb = max(len(sample.text.encode("utf-8", "replace")) / 10240, 1e-9)
+    started = time.perf_counter()
+    try:
+        compressed = COMPRESSORS[sample.kind](sample.text)
+    except CannotCompress:
+        compressed = sample.text
+    compressor_ms = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    result = optimize_chunks([InputChunk(sample.text, id=sample.name)], settings=settings, store=store)
+    pipeline_ms = (time.perf_counter() - started) * 1000
+    chunk = result.chunks[0]
+    row.detected_as[chunk.type] = row.detected_as.get(chunk.type, 0) + 1
+    if chunk.reason:
+        row.passthrough[chunk.reason] = row.passthrough.get(chunk.reason, 0) + 1
+    before = chunk.tokens_before or 1
+    row.reductions.append(1 - chunk.tokens_after / before)
+    row.compressor_reductions.append(1 - count_tokens(compressed) / before)
+    row.ms_per_10kb.append(compressor_ms / size_10kb)
+    row.pipeline_ms_per_10kb.append(pipeline_ms / size_10kb)
+    if sample.must_keep and sample.checker is not None:
+        # Retention is judged on what the pipeline hands out (the original when it passed through).
+        kept = sample.checker(chunk.text, sample.must_keep)
+        row.kept += kept
+        row.must += len(sample.must_keep)
+        row.per_input.append(kept / len(sample.must_keep))
+
+
+def _p95(values: list[float]) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--repo", type=Path, default=REPO, help="git repository for diffs and code")
+    parser.add_argument("--limit", type=int, default=None, help="at most N inputs per source")
+    parser.add_argument("--types", default="log,json,diff,code,text")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    args = parser.parse_args()
+
+    kinds = set(args.types.split(","))
+    sources: list[tuple[str, str, Iterator[Sample]]] = [
+        ("log", "LogChunks", logchunks(args.data, args.limit)),
+        ("log", "CiDiff", cidiff(args.data, args.limit)),
+        ("json", "Loghub CSV->JSON", loghub_json(args.data, args.limit)),
+        ("diff", "own git history", git_diffs(args.repo, args.limit)),
+        ("code", "own source (.py)", own_code(args.repo, args.limit)),
+        ("text", "runbooks", runbooks(args.data, args.limit)),
+        ("text", "SciFact abstracts", beir_abstracts(args.data, args.limit)),
+    ]
+    settings = Settings(compress_code=True, redis_url=None)
+    store = MemoryCCRStore(100_000, 3600)
+    detect_content_type("warm-up: load magika once " * 40)  # the first load is not what we measure
+    compress_log("a\nb\nERROR warm-up\nc\nd")
+
+    rows: list[Row] = []
+    for kind, source, samples in sources:
+        if kind not in kinds:
+            continue
+        row = Row(kind, source)
+        for sample in samples:
+            measure(sample, row, settings, store)
+        if row.reductions:
+            rows.append(row)
+
+    header = (f"{'type':5} {'source':18} {'n':>4} {'reduction':>9} {'compressor':>10} {'ms/10KB p50':>11} "
+              f"{'p95':>6} {'pipeline p95':>12} {'retention':>10} {'inputs>=99%':>11}  detected / passthrough")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        retention = f"{row.kept / row.must:.2%}" if row.must else "n/a"
+        whole = (f"{sum(1 for r in row.per_input if r >= 0.99) / len(row.per_input):.0%}"
+                 if row.per_input else "n/a")
+        print(
+            f"{row.kind:5} {row.source:18} {len(row.reductions):>4} {statistics.median(row.reductions):>9.1%} "
+            f"{statistics.median(row.compressor_reductions):>10.1%} {statistics.median(row.ms_per_10kb):>11.2f} "
+            f"{_p95(row.ms_per_10kb):>6.2f} {_p95(row.pipeline_ms_per_10kb):>12.2f} {retention:>10} {whole:>11}  "
+            f"{row.detected_as} {row.passthrough or ''}"
+        )
+    if args.json:
+        print(json.dumps([row.__dict__ | {"retention": row.kept / row.must if row.must else None} for row in rows],
+                         default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,296 @@
+"""Each compressor on hand-written fixtures: what must stay stays, the bulk goes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from shared.optimizer.compress_code import compress_code
+from shared.optimizer.compress_diff import compress_diff
+from shared.optimizer.compress_json import compress_json
+from shared.optimizer.compress_log import compress_log
+from shared.optimizer.compress_text import compress_text
+from shared.optimizer.outcome import CannotCompress
+from shared.optimizer.tokens import count_tokens
+
+FIXTURES = Path(__file__).parent / "fixtures" / "optimizer"
+
+
+def _read(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+# --- JSON ----------------------------------------------------------------------------------------
+
+
+def test_json_keeps_schema_boundaries_errors_and_outliers() -> None:
+    original = _read("orders.json")
+    out = json.loads(compress_json(original))
+    orders = out["orders"]
+    ids = [item["id"] for item in orders if "id" in item]
+    assert ids[0] == 1001 and ids[-1] == 1020  # first and last
+    assert 1005 in ids  # the item with an error
+    assert 1007 in ids  # the only express=true
+    assert 1009 in ids  # the amount outlier
+    assert 1011 in ids  # the only non-null note
+    marker = orders[-1]
+    assert marker["_omitted"] == 20 - len(ids) and marker["_total"] == 20
+    shown = {key for item in orders[:-1] for key in item}
+    assert {"id", "status", "amount", "customer", "express", "note", "error"} <= shown | set(
+        marker.get("_keys_not_shown", []))
+    assert out["page"] == 1
+    assert count_tokens(json.dumps(out)) < 0.5 * count_tokens(original)
+
+
+def test_json_keeps_items_matching_the_query() -> None:
+    out = json.loads(compress_json(_read("orders.json"), query="orders of acme-vip"))
+    assert 1014 in [item.get("id") for item in out["orders"]]
+
+
+def test_json_lists_keys_not_shown() -> None:
+    items = [{"id": i, "name": f"n{i}"} for i in range(30)]
+    items[14]["rare_field"] = "x"  # a key only one item has, and nothing else odd about it
+    out = json.loads(compress_json(json.dumps(items)))
+    kept_keys = {key for item in out[:-1] for key in item}
+    assert "rare_field" in kept_keys or "rare_field" in out[-1].get("_keys_not_shown", [])
+
+
+def test_json_truncates_long_strings_and_scalar_arrays() -> None:
+    value = {"log": "x" * 5000, "samples": list(range(100))}
+    out = json.loads(compress_json(json.dumps(value)))
+    assert out["log"].startswith("x" * 100) and "[+" in out["log"] and len(out["log"]) < 300
+    assert out["samples"][:5] == [0, 1, 2, 3, 4]
+    assert out["samples"][-3:-1] == [98, 99]
+    assert "omitted" in out["samples"][-1]
+
+
+def test_json_invalid_is_refused_with_a_reason() -> None:
+    with pytest.raises(CannotCompress) as info:
+        compress_json('{"a": [1, 2,, 3]')
+    assert info.value.reason == "invalid_json"
+
+
+def test_json_deep_nesting_does_not_blow_up() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(CannotCompress) as info:
+        compress_json(deep)
+    assert info.value.reason == "json_too_deep"
+    nested: object = "leaf"
+    for _ in range(500):
+        nested = {"k": nested}
+    out = compress_json(json.dumps(nested))  # deep but parseable: kept as it is below MAX_DEPTH
+    assert out.count("leaf") == 1
+
+
+# --- logs ----------------------------------------------------------------------------------------
+
+
+def test_log_keeps_failure_lines_and_drops_noise() -> None:
+    original = _read("pytest_build.log")
+    out = compress_log(original)
+    for must in (
+        "tests/test_api.py::test_create_widget FAILED",
+        "E       assert 500 == 201",
+        "tests/test_api.py:41: AssertionError",
+        "ERROR    widgets.api:api.py:88 KeyError: 'owner'",
+        "FAILED tests/test_api.py::test_create_widget - assert 500 == 201",
+        "1 failed, 8 passed",
+        "Process completed with exit code 1",
+    ):
+        assert must in out, must
+    for noise in ("Downloading flask", "test_put_get PASSED", "Syncing repository"):
+        assert noise not in out, noise
+    assert "lines" in out  # dropped runs are counted
+    assert count_tokens(out) < 0.6 * count_tokens(original)
+
+
+def test_log_keeps_java_stack_traces_whole() -> None:
+    out = compress_log(_read("maven_build.log"))
+    for must in (
+        "java.lang.AssertionError: expected:<REJECTED> but was:<ACCEPTED>",
+        "at org.example.ledger.TransferTest.rejectsOverdraft(TransferTest.java:57)",
+        "at org.junit.Assert.fail(Assert.java:89)",
+        "TransferTest.rejectsOverdraft:57 expected:<REJECTED> but was:<ACCEPTED>",
+        "BUILD FAILURE",
+        "Failed to execute goal",
+    ):
+        assert must in out, must
+    assert "Copying 3 resources" not in out
+    assert "Compiling 42 source files" not in out
+
+
+def test_log_folds_repeated_lines() -> None:
+    lines = ["starting"] + [f"2025-01-01T10:00:{i:02d}Z ERROR connection refused to db:5432" for i in range(30)]
+    lines += ["giving up", "exit status 1"]
+    out = compress_log("\n".join(lines))
+    assert out.count("connection refused") == 1
+    assert "[×30]" in out
+
+
+def test_log_without_errors_keeps_only_the_tail() -> None:
+    lines = [f"INFO step {i} ok" for i in range(200)] + ["all done"]
+    out = compress_log("\n".join(lines))
+    assert out.startswith("[no error lines found]")
+    assert "all done" in out and "step 5 ok" not in out
+
+
+# --- diffs ---------------------------------------------------------------------------------------
+
+
+def test_diff_keeps_headers_and_changes_only() -> None:
+    original = _read("change.diff")
+    out = compress_diff(original)
+    for must in ("diff --git a/src/cache.py b/src/cache.py", "--- a/src/cache.py", "+++ b/src/cache.py",
+                 "@@ -10,13 +10,14 @@ class Cache:", "-        return self.items.get(key)",
+                 "+        self._count(value is not None)", "+A tiny cache with hit counters.", "@@ -40,7 +41,10 @@"):
+        assert must in out, must
+    assert "self.capacity = capacity" not in out  # unchanged context
+    assert "def __len__" not in out
+    assert count_tokens(out) < 0.7 * count_tokens(original)
+
+
+def test_diff_interior_gaps_are_counted_and_removed_lines_starting_with_dashes_survive() -> None:
+    diff = "\n".join([
+        "--- a/notes.txt", "+++ b/notes.txt", "@@ -1,6 +1,6 @@", "-- old bullet", "+- new bullet",
+        " same 1", " same 2", " same 3", "--- a rule line", "+=== a rule line",
+    ])
+    out = compress_diff(diff)
+    assert "-- old bullet" in out and "--- a rule line" in out and "+=== a rule line" in out
+    assert "… 3 unchanged" in out and "same 2" not in out
+
+
+def test_diff_with_commit_headers_keeps_the_message() -> None:
+    diff = "commit 0123456789abcdef0123456789abcdef01234567\nAuthor: A <a@x>\n\n    Fix the cache\n\n" + _read("change.diff")
+    out = compress_diff(diff)
+    assert "    Fix the cache" in out and out.startswith("commit ")
+
+
+def test_diff_without_hunks_is_refused() -> None:
+    with pytest.raises(CannotCompress):
+        compress_diff("diff --git a/x b/x\nBinary files a/x and b/x differ\n")
+
+
+# --- code ----------------------------------------------------------------------------------------
+
+
+def test_python_outline_keeps_imports_signatures_and_types() -> None:
+    original = _read("inventory.py")
+    out = compress_code(original, language="python")
+    for must in ("from dataclasses import dataclass, field", "import logging", "@dataclass", "class Item:",
+                 "    sku: str", "    quantity: int = 0", "def restock(self, amount: int) -> int:",
+                 '"""Add ``amount`` units and return the new quantity."""',
+                 "async def total(self, *, include_empty: bool = False) -> int:",
+                 "def load(rows: list[dict[str, str]]) -> Inventory:"):
+        assert must in out, must
+    assert "self.quantity += amount" not in out
+    assert "Negative amounts are refused" not in out  # only the docstring's first line stays
+    assert "Warehouse N" not in out  # a long constant keeps its first line only
+    compile(out, "outline.py", "exec")  # still valid Python
+    assert count_tokens(out) < 0.7 * count_tokens(original)
+
+
+def test_brace_outline_drops_function_bodies() -> None:
+    original = _read("router.go")
+    out = compress_code(original, language="go")
+    for must in ("package router", '"net/http"', "type Route struct {", "Prefix  string",
+                 "func (r *Router) Handle(prefix string, h http.Handler) { … }",
+                 "func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { … }",
+                 ") *Router { … }"):
+        assert must in out, must
+    assert "strings.HasPrefix" not in out
+    assert "no route for" not in out  # a brace inside a string did not confuse the matching
+
+
+def test_brace_outline_keeps_class_members_and_drops_method_bodies() -> None:
+    java = """package app;
+
+import java.util.List;
+
+@Service
+public class Ledger implements Book {
+    private final List<Entry> entries;
+
+    @Override
+    public int total(String account) throws LedgerException {
+        int sum = 0;
+        for (Entry e : entries) {
+            if (e.account().equals(account)) { sum += e.amount(); }
+        }
+        return sum;
+    }
+}
+"""
+    out = compress_code(java, language="java")
+    assert "public class Ledger implements Book {" in out
+    assert "private final List<Entry> entries;" in out
+    assert "public int total(String account) throws LedgerException { … }" in out
+    assert "sum +=" not in out
+
+
+def test_rust_lifetimes_do_not_break_brace_matching() -> None:
+    rust = "fn first<'a>(s: &'a str) -> &'a str {\n    let b = '{';\n    &s[..1]\n}\n\nstruct P { x: i32 }\n"
+    out = compress_code(rust, language="rust")
+    assert "fn first<'a>(s: &'a str) -> &'a str { … }" in out
+    assert "struct P { x: i32 }" in out
+
+
+def test_unbalanced_braces_are_refused() -> None:
+    with pytest.raises(CannotCompress) as info:
+        compress_code("int main() {\n  return 0;\n", language="c")
+    assert info.value.reason == "unbalanced_braces"
+
+
+# --- text ----------------------------------------------------------------------------------------
+
+
+def test_text_drops_filler_but_keeps_identifiers_numbers_and_code() -> None:
+    original = _read("runbook.md")
+    out = compress_text(original)
+    for must in ("137", "OOMKilled", "`container_memory_working_set_bytes`", "HTTP 503", "kubectl -n $NAMESPACE logs $POD --previous",
+                 "```bash", "# KubePodCrashLooping", "not delete", "`kubectl rollout undo deployment/$NAME`"):
+        assert must in out, must
+    assert " the " not in out.split("```")[0]
+    assert "It is important to note that" not in out
+    assert count_tokens(out) < 0.9 * count_tokens(original)
+
+
+def test_text_leaves_names_and_quoted_words_alone() -> None:
+    out = compress_text("Set IT to 'the' value of A and keep the `the` flag; Plan A is the fallback.")
+    assert "IT" in out and "'the'" in out and "`the`" in out and "Plan A" in out
+    assert "keep the `" not in out
+
+
+def test_text_with_nothing_to_drop_is_refused() -> None:
+    with pytest.raises(CannotCompress):
+        compress_text("Restart worker-3 now.")
+
+
+def test_log_keeps_a_diff_printed_by_a_lint_check_and_output_above_a_failing_exit() -> None:
+    lines = [f"INFO warming cache shard {i}" for i in range(50)]
+    lines += ["Running clang-format check", "diff --git a/src/app.c b/src/app.c", "--- a/src/app.c",
+              "+++ b/src/app.c", "@@ -1,2 +1,2 @@", "-int main(){", "+int main() {", " return 0;",
+              "done checking"]
+    lines += [f"INFO uploading artifact {i}" for i in range(50)]
+    lines += ["flag provided but not defined: -trace2_event_file", "The command \"make test\" exited with 2."]
+    out = compress_log("\n".join(lines))
+    for must in ("diff --git a/src/app.c b/src/app.c", "-int main(){", "+int main() {",
+                 "flag provided but not defined: -trace2_event_file", "exited with 2"):
+        assert must in out, must
+    assert "warming cache shard 10" not in out
+
+
+def test_log_keeps_a_failing_tests_section_and_native_stack_frames() -> None:
+    lines = ["collected 3 items", "tests/test_a.py ..F", "", "=" * 20 + " FAILURES " + "=" * 20,
+             "_" * 10 + " test_parse " + "_" * 10, "", "self = <Parser object at 0x7f>",
+             "    def test_parse(self):", ">       assert parse('1') == 2", "E       assert 1 == 2", ""]
+    lines += [f"noise {i}" for i in range(300)]
+    lines += ["==4242==ERROR: AddressSanitizer: heap-use-after-free on address 0x602000000010",
+              "READ of size 1 at 0x602000000010 thread T0",
+              "    #0 0x4f2a1b in copy_name src/names.c:41", "    #1 0x4f2c9d in main src/main.c:12", "end"]
+    out = compress_log("\n".join(lines))
+    for must in ("self = <Parser object at 0x7f>", "E       assert 1 == 2", "READ of size 1 at 0x602000000010",
+                 "#0 0x4f2a1b in copy_name src/names.c:41", "#1 0x4f2c9d in main src/main.c:12"):
+        assert must in out, must
+    assert "noise 150" not in out
