@@ -15,6 +15,7 @@ app.conf.imports = (
     "workers.index",
     "workers.sync",
     "workers.vault",
+    "workers.diagnosis",
 )
 
 
