@@ -11,6 +11,11 @@ from cli.app import mem
 COMMAND_MODULES: tuple[str, ...] = (
     "cli.stack",
     "cli.ingest",
+    "cli.optimize",
+    "cli.sig",
+    "cli.roles",
+    "cli.query",
+    "cli.eval",
 )
 
 

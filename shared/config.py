@@ -56,6 +56,12 @@ class Settings(BaseSettings):
     query_threads: int = 8  # the bounded pool that runs engines in parallel
     hnsw_ef_search: int = 100  # measured by bench/query.py (recall@10 vs exact search), not guessed
 
+    # --- diagnosis context -----------------------------------------------------------------------
+    reference_project: str | None = Field(
+        default="reference", description="Tier 3 of /memory/context: a shared corpus every reader may search."
+    )
+    context_min_similarity: float = 0.35  # tier 2/3 answer only when the best hit is at least this close
+
     # --- chunking --------------------------------------------------------------------------------
     chunk_max_tokens: int = 256
     chunk_overlap_tokens: int = 32

@@ -57,16 +57,16 @@ def test_text_without_dynamic_values_is_unchanged() -> None:
 
 
 def test_split_trailer_separates_ctx_and_marker() -> None:
-    text = "body line\nsecond\n[ctx: sha=abc1234]\n" + ccr_marker("a" * 64)
+    text = "body line\nsecond\n[ctx: sha=abc1234]\n" + ccr_marker("a" * 24)
     body, trailer = split_trailer(text)
     assert body == "body line\nsecond"
-    assert trailer == ["[ctx: sha=abc1234]", ccr_marker("a" * 64)]
+    assert trailer == ["[ctx: sha=abc1234]", ccr_marker("a" * 24)]
 
 
 def test_prompt_order_is_stable_and_trailers_go_last() -> None:
-    a1 = PromptPiece(align_dynamic(FIRST).text + "\n" + ccr_marker("1" * 64), id="log-a")
+    a1 = PromptPiece(align_dynamic(FIRST).text + "\n" + ccr_marker("1" * 24), id="log-a")
     b = PromptPiece("runbook: restart the worker", id="doc-b")
-    a2 = PromptPiece(align_dynamic(SECOND).text + "\n" + ccr_marker("2" * 64), id="log-a")
+    a2 = PromptPiece(align_dynamic(SECOND).text + "\n" + ccr_marker("2" * 24), id="log-a")
     one = build_prompt(system="You are on call.", query="why did CI fail?", memory=["lesson 1"], chunks=[a1, b])
     two = build_prompt(system="You are on call.", query="why did CI fail?", memory=["lesson 1"], chunks=[b, a2])
     head_one, tail_one = one.split("## Run-specific values")

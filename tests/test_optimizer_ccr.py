@@ -75,7 +75,7 @@ def test_memory_ttl_expires_entries() -> None:
 
 
 def test_unknown_hash_is_none() -> None:
-    assert MemoryCCRStore(1, 1).get("0" * 64) is None
+    assert MemoryCCRStore(1, 1).get("0" * 24) is None
 
 
 def test_bad_capacity_is_refused() -> None:
@@ -117,7 +117,7 @@ def test_redis_round_trip_and_project(redis_client: object) -> None:
     assert entry is not None
     assert entry.original == original
     assert entry.project == "infra"
-    assert store.get("f" * 64) is None
+    assert store.get("f" * 24) is None
     assert store.get("not-a-hash") is None
 
 
@@ -168,7 +168,7 @@ def test_redis_unreachable_raises_ccr_unavailable() -> None:
     with pytest.raises(CCRUnavailable):
         store.put("x")
     with pytest.raises(CCRUnavailable):
-        store.get("a" * 64)
+        store.get("a" * 24)
 
 
 def test_get_ccr_store_uses_redis_when_configured(redis_client: object) -> None:

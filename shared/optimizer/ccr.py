@@ -5,6 +5,12 @@ Each entry records the project it came from so the API can apply that project's 
 is the sha256 of the project name and the original (domain-separated), so the same text seen in two
 projects gives two entries and one project's put never re-labels another project's entry.
 
+The key is the first 24 hex digits (96 bits) of that sha256: the marker then costs about 27 WordPiece
+tokens instead of about 56 for all 64 digits, which decided whether compressing a vault-sized chunk pays
+at all. 96 bits are plenty for a store of at most ``MEM_CCR_MAX_ENTRIES`` live entries: the chance that
+any two of n entries collide is about n^2 / 2^97, 6e-24 for the default 1000 (6e-18 for a million). The
+key is not a security boundary either: authorisation is the entry's project, checked on every read.
+
 Two stores: in-process (LRU capacity plus TTL, via cachetools) and Redis (shared by every API replica),
 chosen by :func:`get_ccr_store` from ``MEM_REDIS_URL``.
 """
@@ -23,8 +29,9 @@ from cachetools import TTLCache
 
 from shared.config import Settings
 
-CCR_MARKER_RE = re.compile(r"<!-- CCR:([0-9a-f]{64}) -->")
-_HASH_RE = re.compile(r"^[0-9a-f]{64}$")
+CCR_HASH_HEX_DIGITS = 24  # 96 bits of the sha256; see the module docstring for the collision odds
+CCR_MARKER_RE = re.compile(rf"<!-- CCR:([0-9a-f]{{{CCR_HASH_HEX_DIGITS}}}) -->")
+_HASH_RE = re.compile(rf"[0-9a-f]{{{CCR_HASH_HEX_DIGITS}}}")
 
 
 class CCRUnavailable(RuntimeError):
@@ -45,12 +52,13 @@ class CCREntry:
 
 
 def ccr_hash(original: str, project: str | None = None) -> str:
-    """The key of ``original`` in the store: sha256 over the project name, a NUL and the UTF-8 text."""
+    """The key of ``original`` in the store: the first 24 hex digits of the sha256 over the project
+    name, a NUL and the UTF-8 text."""
     digest = hashlib.sha256()
     digest.update((project or "").encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
     digest.update(original.encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()
+    return digest.hexdigest()[:CCR_HASH_HEX_DIGITS]
 
 
 def ccr_marker(hash_: str) -> str:
@@ -59,8 +67,8 @@ def ccr_marker(hash_: str) -> str:
 
 
 def is_ccr_hash(value: str) -> bool:
-    """True when ``value`` has the shape of a CCR hash (64 lowercase hex digits)."""
-    return bool(_HASH_RE.match(value))
+    """True when ``value`` has the shape of a CCR hash: exactly 24 lowercase hex digits."""
+    return isinstance(value, str) and _HASH_RE.fullmatch(value) is not None
 
 
 @runtime_checkable

@@ -56,6 +56,9 @@ class LexicalQuery:
     limit: int = 50
     filters: LexicalFilters = field(default_factory=LexicalFilters)
     bearer_token: str | None = None  # forwarded to OpenSearch when set (JWT realm)
+    # Words (identifiers, error codes) also matched within a small edit distance, for typos; a
+    # backend without fuzzy matching ignores them.
+    fuzzy: tuple[str, ...] = ()
 
 
 @runtime_checkable
