@@ -11,7 +11,7 @@ from api.vault_schemas import DraftOut, DraftRequest, DraftStatusOut, StatusQuer
 from shared.config import Settings
 from shared.db.engine import session_scope
 from shared.forge.client import ForgejoError, ForgejoNotFound, ForgejoUnavailable
-from shared.identity.principal import ADMIN, WRITE, Principal
+from shared.identity.principal import ADMIN, READ, WRITE, Principal
 from shared.vault.paths import UnsafePath
 from shared.vault.review import (
     DraftRefused,
@@ -67,7 +67,7 @@ def draft(body: DraftRequest, principal: Principal):  # type: ignore[no-untyped-
 
 
 @endpoint(bp, "/grc/status", "GET", summary="State, mergeability and CI status of a draft's pull request",
-          capability=WRITE, query=StatusQuery, responses={200: ("the pull request", DraftStatusOut)})
+          capability=READ, query=StatusQuery, responses={200: ("the pull request", DraftStatusOut)})
 def status(principal: Principal, query: StatusQuery):  # type: ignore[no-untyped-def]
     """Follow a draft: open, merged or closed, mergeable, merged_at and the combined CI status."""
     settings: Settings = current_app.config["SETTINGS"]
