@@ -45,7 +45,7 @@ class Settings(BaseSettings):
     embedding_dim: int = 768
     embedding_api_key: str | None = None
     embedding_timeout_secs: float = 10.0
-    embed_batch_size: int = 32
+    embed_batch_size: int = 16  # peak RSS of the embed pool: ~390 MB at 8, ~560 MB at 16, ~910 MB at 32 (docs/ingest.md)
     embed_threads: int = 0  # 0 = onnxruntime's default
     embed_cache_entries: int = 4096  # in-process LRU of chunk vectors (about 1.5 KiB each at 384-d)
     query_cache_ttl_secs: float = 3600.0  # query vectors, in Redis when MEM_REDIS_URL is set
