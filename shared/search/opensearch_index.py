@@ -19,6 +19,7 @@ from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import NotFoundError, TransportError
 from opensearchpy.helpers.errors import BulkIndexError
 
+from shared.search.glob import glob_to_regex
 from shared.search.lexical import LexicalDoc, LexicalFilters, LexicalHit, LexicalQuery, LexicalUnavailable
 
 BACKEND_NAME = "opensearch"
@@ -116,47 +117,7 @@ def glob_to_lucene_regexp(glob: str) -> str:
     queries use ``flags: NONE`` so ``@ & ~ < > #`` have no special meaning either.
     """
 
-    def lit(ch: str) -> str:
-        return ch if ch.isalnum() else "\\" + ch
-
-    out: list[str] = []
-    i, n = 0, len(glob)
-    while i < n:
-        ch = glob[i]
-        i += 1
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        elif ch == "[":
-            j = i
-            if j < n and glob[j] == "!":
-                j += 1
-            if j < n and glob[j] == "]":
-                j += 1
-            while j < n and glob[j] != "]":
-                j += 1
-            if j >= n:
-                out.append("\\[")
-                continue
-            body = glob[i:j]
-            i = j + 1
-            negate = body.startswith("!")
-            if negate:
-                body = body[1:]
-            parts: list[str] = []
-            k = 0
-            while k < len(body):
-                if k + 2 < len(body) and body[k + 1] == "-":
-                    parts.append(f"{lit(body[k])}-{lit(body[k + 2])}")
-                    k += 3
-                else:
-                    parts.append(lit(body[k]))
-                    k += 1
-            out.append("[" + ("^" if negate else "") + "".join(parts) + "]")
-        else:
-            out.append(lit(ch))
-    return "".join(out)
+    return glob_to_regex(glob, lambda ch: ch if ch.isalnum() else "\\" + ch)
 
 
 def bounded_query_text(text: str) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 import tantivy
 from tantivy import Document, FieldType, Occur, Query
 
+from shared.search.glob import glob_to_regex
 from shared.search.lexical import LexicalDoc, LexicalFilters, LexicalHit, LexicalQuery, LexicalUnavailable
 from shared.search.normalise import camel_case_parts
 
@@ -122,47 +123,7 @@ def glob_to_tantivy_regex(glob: str) -> str:
     Hand-written because :func:`fnmatch.translate` emits Python-only syntax (``(?s:...)\\Z``).
     """
 
-    def lit(ch: str) -> str:
-        return "\\" + ch if ch in _RUST_REGEX_META else ch
-
-    out: list[str] = []
-    i, n = 0, len(glob)
-    while i < n:
-        ch = glob[i]
-        i += 1
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        elif ch == "[":
-            j = i
-            if j < n and glob[j] == "!":
-                j += 1
-            if j < n and glob[j] == "]":
-                j += 1
-            while j < n and glob[j] != "]":
-                j += 1
-            if j >= n:
-                out.append("\\[")
-                continue
-            body = glob[i:j]
-            i = j + 1
-            negate = body.startswith("!")
-            if negate:
-                body = body[1:]
-            parts: list[str] = []
-            k = 0
-            while k < len(body):
-                if k + 2 < len(body) and body[k + 1] == "-":
-                    parts.append(f"{lit(body[k])}-{lit(body[k + 2])}")
-                    k += 3
-                else:
-                    parts.append(lit(body[k]))
-                    k += 1
-            out.append("[" + ("^" if negate else "") + "".join(parts) + "]")
-        else:
-            out.append(lit(ch))
-    return "".join(out)
+    return glob_to_regex(glob, lambda ch: "\\" + ch if ch in _RUST_REGEX_META else ch)
 
 
 def _validate_doc(doc: LexicalDoc) -> None:
