@@ -81,7 +81,7 @@ def eval_command(dataset_dir: Path, split: str, methods: str, semantic_weight: f
     from shared.config import get_settings
     from shared.db import embedded
     from shared.db.engine import get_engine, reset_engine, upgrade_database
-    from shared.evaluation.corpus import ensure_ingested
+    from shared.evaluation.corpus import ensure_ingested, evaluation_settings
     from shared.evaluation.datasets import DatasetError, load_dataset
     from shared.evaluation.runner import method_specs, run_method, sweep_weights
     from shared.search.lexical import LexicalUnavailable
@@ -129,11 +129,12 @@ def eval_command(dataset_dir: Path, split: str, methods: str, semantic_weight: f
             "dedupe": not no_dedupe,
             "methods": {},
         }
+        query_settings = evaluation_settings(settings, project)
         for spec in specs:
             bar = tqdm(total=len(dataset.queries), desc=spec.name, unit="q", file=sys.stderr, disable=quiet)
             try:
                 report["methods"][spec.name] = run_method(
-                    dataset, project, spec, settings, candidates=candidates, dedupe=not no_dedupe,
+                    dataset, project, spec, query_settings, candidates=candidates, dedupe=not no_dedupe,
                     progress=bar.update,
                 )
             finally:
@@ -141,7 +142,7 @@ def eval_command(dataset_dir: Path, split: str, methods: str, semantic_weight: f
         if sweep:
             bar = tqdm(total=len(dataset.queries), desc="sweep", unit="q", file=sys.stderr, disable=quiet)
             try:
-                report["sweep"] = sweep_weights(dataset, project, settings, candidates=candidates,
+                report["sweep"] = sweep_weights(dataset, project, query_settings, candidates=candidates,
                                                 progress=bar.update)
             finally:
                 bar.close()

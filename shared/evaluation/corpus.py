@@ -2,8 +2,8 @@
 
 The project is named after the hash of the corpus and of the chunker settings (``eval-<hash>``), so a
 re-run finds it and skips the ingest; a run interrupted half way resumes (unchanged documents are not
-re-chunked and vectors already stored are kept). The lexical index is checked separately and rebuilt
-from the database rows when it is short (an interrupted index step, or a Tantivy schema change).
+re-chunked and vectors already stored are kept). Queries run against a Tantivy index of the corpus
+alone (:func:`evaluation_settings`), built from the database rows when it is missing or short.
 """
 
 from __future__ import annotations
@@ -149,7 +149,8 @@ def ensure_ingested(
 ) -> str:
     """Make sure the corpus is ingested, embedded and lexically indexed; returns its project name."""
     from shared.embedding import get_embedder
-    from shared.search.lexical_factory import get_lexical_index
+    from shared.search.lexical import LexicalUnavailable
+    from shared.search.lexical_factory import get_lexical_index, reset_lexical_indexes
 
     project = eval_project_name(dataset, settings)
     embedder = get_embedder(settings)
@@ -179,8 +180,30 @@ def ensure_ingested(
         docs, chunks, pending = _state(project, model_id)
     else:
         log(f"corpus already ingested in project {project}: {docs} documents, {chunks} chunks")
-    index = get_lexical_index(settings)
+    lexical = evaluation_settings(settings, project)
+    try:
+        index = get_lexical_index(lexical)
+    except LexicalUnavailable:
+        if lexical is settings:
+            raise
+        # The evaluation's own index is a cache: one written with an older schema is simply rebuilt.
+        log("the evaluation's lexical index has an older schema; rebuilding it")
+        reset_lexical_indexes()
+        shutil.rmtree(lexical.resolved_data_dir, ignore_errors=True)
+        index = get_lexical_index(lexical)
     if index.count(project) != chunks:
-        log(f"rebuilding the lexical index of {project} from the database ({chunks} chunks)")
-        reindex_lexical(project, settings)
+        log(f"building the evaluation's lexical index of {project} from the database ({chunks} chunks)")
+        reindex_lexical(project, lexical)
     return project
+
+
+def evaluation_settings(settings: Settings, project: str) -> Settings:
+    """The settings queries of an evaluation run with: a Tantivy index holding this corpus alone.
+
+    Tantivy computes BM25's document frequencies over its whole index, so the service's shared index
+    (every project, and every other evaluated corpus) would make a corpus's scores depend on what
+    else was ingested in the data directory. OpenSearch keeps one index per project already.
+    """
+    if settings.lexical_engine != "tantivy":
+        return settings
+    return settings.model_copy(update={"data_dir": settings.resolved_data_dir / "eval-lexical" / project})

@@ -1,14 +1,22 @@
 """Log compressor: keep what explains a failure, drop the noise, fold repeats.
 
 Which lines matter is decided by the diagnosis rule tables (``shared.diagnosis``), the same ones that
-pick a failure's signature: error, failure, summary and exit-code lines stay; cascade boiler-plate and
-INFO chatter stay only right under kept lines. Around the kept lines the compressor keeps the structure
-a reader needs: deeper-indented continuation lines (stack frames, assertion details, compiler notes),
-the output of a failing test after its header, a few lines of context above, the output just above a
-failing exit code, stack traces no rule announced, diffs printed by lint checks, short gaps between
-kept lines and the last lines of the log. Everything else (INFO/DEBUG chatter, passing tests, download
-progress) is dropped and counted. Consecutive lines that are the same once run-specific values are
-normalised (:func:`shared.noise.normalise_text`) fold into one with a count.
+pick a failure's signature: error, failure, summary and exit-code lines stay (an indented line is also
+matched as if it were not indented: test runners indent their reports); cascade boiler-plate and INFO
+chatter stay only right under kept lines. Around the kept lines the compressor keeps the structure a
+reader needs (the shapes are in :mod:`shared.optimizer.log_shapes`):
+
+- deeper-indented continuation lines (assertion details, compiler notes) and five lines above;
+- the output of a failing test after its header, to the next failure, summary or exit line;
+- an exception's whole report: its message and what it printed (an expected/actual dump) up to its
+  stack trace, the trace, and the indented paragraph after it (the failing test's source);
+- sanitizer reports to their ``ABORTING`` line, a block opened by a banner (``====DIFF====``) right
+  above an error to the next banner, stack traces no rule announced, diffs printed by lint checks;
+- the output just above a failing exit code, short gaps between kept lines, the last lines of the log.
+
+Everything else (INFO/DEBUG chatter, passing tests, download progress) is dropped and counted.
+Consecutive lines that are the same once run-specific values are normalised
+(:func:`shared.noise.normalise_text`) fold into one with a count.
 """
 
 from __future__ import annotations
@@ -18,23 +26,39 @@ import re
 from shared.diagnosis.classify import rule_index
 from shared.diagnosis.lines import split_line, visible_text
 from shared.noise import normalise_text
+from shared.optimizer.log_shapes import (
+    BANNER,
+    SANITIZER_END,
+    is_banner,
+    is_exception_header,
+    is_frame,
+    is_passing_test,
+    is_sanitizer_start,
+)
 from shared.optimizer.outcome import CannotCompress
 
 CONTINUATION_MAX = 200  # indented lines kept after one kept line (a long stack trace is cut there)
-BRIDGE_GAP = 1  # a gap of at most this many lines between two kept lines is kept too (keeps blocks whole)
-CONTEXT_BEFORE = 3  # non-blank lines kept above every kept line: what led to it
+BRIDGE_GAP = 2  # a gap of at most this many lines between two kept lines is kept too (keeps blocks whole)
+CONTEXT_BEFORE = 5  # non-blank lines kept above every kept line: what led to it
 # Non-blank lines kept above a failing exit-code line: what a failed command printed last is most often
 # why it failed, in words no rule knows ("flag provided but not defined", a linter's own message).
 EXIT_WINDOW = 40
 CASCADE_NEAR = 3  # a cascade line this close below a kept line belongs to its block
 SECTION_MIN_WEIGHT = 60  # failure headers this specific open a section (generic "failed" words do not)
-SECTION_MAX = 120  # lines of one failing test's output kept after its header
+# Lines of one failing test's output kept after its header: all of it when the next failure, summary
+# or exit line closes it within SECTION_MAX lines (a grid or AST dump can be that long), the first
+# SECTION_OPEN_MAX when nothing closes it (the output ran on into something else).
+SECTION_MAX = 1000
+SECTION_OPEN_MAX = 120
 DIFF_MAX = 300  # lines of one diff printed into a log
-TAIL_LINES = 3  # the last non-blank lines: exit status, "Finished: FAILURE", the runner's verdict
+TAIL_LINES = 10  # the last non-blank lines: exit status, "Finished: FAILURE", the runner's verdict
 MAX_LINE_CHARS = 1000  # a kept line longer than this (minified code, base64) is cut with a marker
+# An exception header's report: what it printed before its stack trace (an expected/actual dump) is kept
+# when the trace starts within this many lines, without a paragraph break first.
+REPORT_SCAN = 250
+TRACE_GAP = 2  # non-frame lines inside a trace (Python's source lines and carets) before it ends
+TRAILER_MAX = 300  # lines of the indented paragraph right after a trace (the failing test's source)
 
-_NATIVE_FRAME = re.compile(r"#\d+ +0x[0-9a-fA-F]+ in ")  # gdb, AddressSanitizer, backtrace(3)
-_SANITIZER = re.compile(r"(?:= )?==\d+==")  # AddressSanitizer and friends prefix every report line
 _DIFF_LINE = re.compile(
     r"(?:diff --git |index [0-9a-f]|--- |\+\+\+ |@@ |[-+ \\]|new file mode|deleted file mode|similarity index"
     r"|rename (?:from|to) |old mode|new mode|Binary files )"
@@ -55,17 +79,6 @@ def _is_continuation(line: str, anchor_indent: int) -> bool:
     if line.startswith(("Caused by", "\tat ", "^", "~")):
         return True
     return _indent(line) > anchor_indent
-
-
-def _is_frame(line: str) -> bool:
-    """A stack frame: Java/JS ``at x.y(File.java:12)``, Python ``File "x.py", line 3``, Go ``\tpath.go:12``."""
-    stripped = line.strip()
-    if _NATIVE_FRAME.search(stripped[:24]) is not None or _SANITIZER.match(stripped) is not None:
-        return True
-    return line[:1].isspace() and (
-        (stripped.startswith("at ") and stripped.endswith(")"))
-        or (stripped.startswith('File "') and '", line ' in stripped)
-    )
 
 
 def _continuation_end(visible: list[str], index: int) -> int:
@@ -103,30 +116,127 @@ def _next_non_blank(visible: list[str], start: int) -> int | None:
 
 def _failure_section_end(rules: object, split: list[tuple[str, str]], index: int) -> int:
     """One past the output of the failing test announced at ``index`` (pytest's ``___ test ___``, Jest's
-    ``●``, cargo's ``---- t stdout ----``): it runs to the next failure or summary line, bounded."""
+    ``●``, cargo's ``---- t stdout ----``): it runs to the next failure, summary or exit line or the next
+    passing test (see :data:`SECTION_MAX`)."""
     total = len(split)
     end = index + 1
     while end < total and end - index <= SECTION_MAX:
+        if is_passing_test(split[end][0]):
+            return end  # the next test's result: this one's output is over
         found, _ = rules.scan(split[end][0], split[end][1], None)  # type: ignore[attr-defined]
         if found is not None and found.kind in {"failure", "summary", "exit"}:
-            break
+            return end
         end += 1
-    return end
+    return min(end, index + 1 + SECTION_OPEN_MAX)
 
 
 def _diff_end(visible: list[str], index: int) -> int:
+    """One past a diff printed into the log. An empty context line (one space) is blank once trailing
+    space is gone, so a blank line followed by more diff stays inside it."""
+    total = len(visible)
     end = index + 1
-    while end < len(visible) and end - index <= DIFF_MAX and _DIFF_LINE.match(visible[end]):
+    while end < total and end - index <= DIFF_MAX and (
+        _DIFF_LINE.match(visible[end])
+        or (not visible[end] and end + 1 < total and _DIFF_LINE.match(visible[end + 1]) is not None)
+    ):
         end += 1
     return end
 
 
+def _report_end(visible: list[str], index: int) -> int | None:
+    """One past the failure report opened by the exception header at ``index``: its message and dump,
+    its stack trace and the indented paragraph after the trace. None when no trace follows the header
+    within :data:`REPORT_SCAN` lines before a paragraph break (the header's continuation is kept then)."""
+    total = len(visible)
+    position = index + 1
+    limit = min(total, index + 1 + REPORT_SCAN)
+    while position < limit and not is_frame(visible[position]):
+        if not visible[position].strip():
+            following = _next_non_blank(visible, position + 1)
+            if following is None or not is_frame(visible[following]):
+                return None
+        elif is_exception_header(visible[position]):
+            return None  # the next report starts: this header had no trace of its own
+        position += 1
+    if position >= limit:
+        return None
+    end = position
+    misses = 0
+    while end < total and misses <= TRACE_GAP:
+        line = visible[end]
+        if is_frame(line) or line.lstrip().startswith(("Caused by", "Suppressed:", "... ")):
+            misses = 0
+        elif line.strip():
+            misses += 1
+        else:
+            following = _next_non_blank(visible, end + 1)
+            if following is None or not is_frame(visible[following]):
+                break
+        end += 1
+    end -= misses  # the lines that ended the trace are not part of it
+    trailer = end + 1 if end < total and not visible[end].strip() else end
+    if trailer < total and visible[trailer][:1] in " \t" and visible[trailer].strip():
+        # The paragraph runs to a blank line, or past blank lines while its braces are open (a test
+        # function printed whole).
+        stop = trailer
+        depth = 0
+        while stop < total and stop - trailer < TRAILER_MAX:
+            line = visible[stop]
+            if not line.strip() and depth <= 0:
+                break
+            depth += line.count("{") - line.count("}")
+            stop += 1
+        end = stop
+    return end
+
+
+def _delimited_end(visible: list[str], index: int, closing: re.Pattern[str], *, inclusive: bool,
+                   unclosed: str) -> int:
+    """One past the block that starts at ``index`` and runs to the first line matching ``closing``
+    (that line included or not), at most :data:`SECTION_MAX` lines. Without a closing line the block
+    ends at the first blank line (``unclosed="paragraph"``) or is just its first line (``"none"``)."""
+    limit = min(len(visible), index + 1 + SECTION_MAX)
+    for position in range(index + 1, limit):
+        if closing.match(visible[position]):
+            return position + 1 if inclusive else position
+    if unclosed == "none":
+        return index + 1
+    position = index + 1
+    while position < limit and visible[position].strip():
+        position += 1
+    return position
+
+
+def _opening_banners(visible: list[str]) -> set[int]:
+    """Positions of the banners that open a block: banners pair up in order (``DIFF`` opens, ``DONE``
+    closes), and a banner more than :data:`SECTION_MAX` lines after the one before starts a new pair."""
+    openers: set[int] = set()
+    previous: int | None = None
+    for position, line in enumerate(visible):
+        if line[:1] not in "=*#~+- \t" or not is_banner(line):
+            continue
+        if previous is None or previous not in openers or position - previous > SECTION_MAX:
+            openers.add(position)
+        previous = position
+    return openers
+
+
+def _previous_non_blank(visible: list[str], index: int) -> int | None:
+    for position in range(index - 1, max(-1, index - 3), -1):
+        if visible[position].strip():
+            return position
+    return None
+
+
 def _keep_before(visible: list[str], keep: bytearray, index: int, count: int) -> None:
-    """Keep up to ``count`` non-blank lines above ``index`` (stopping at a line already kept)."""
+    """Keep up to ``count`` non-blank lines above ``index`` (stopping at a line already kept). Passing
+    tests are stepped over, not kept: they say nothing about the failure below them."""
     seen = 0
     position = index - 1
-    while position >= 0 and seen < count and not keep[position]:
-        if visible[position].strip():
+    lowest = max(-1, index - 1 - 4 * count)  # bounded: a thousand passing tests are not walked through
+    while position > lowest and seen < count and not keep[position]:
+        line = visible[position]
+        if line.strip() and not is_passing_test(line):
             keep[position] = 1
             seen += 1
         position -= 1
@@ -206,9 +316,14 @@ def compress_log(text: str, *, query: str | None = None) -> str:
     rules = rule_index("auto")
 
     anchors = 0
+    opening_banners = _opening_banners(visible)
     index = 0
     while index < total:
         found, _ = rules.scan(split[index][0], split[index][1], None)
+        if found is None and split[index][0][:1] in " \t":
+            # Test runners indent their reports; the rules' anchored patterns (``^ValueError: x``,
+            # ``^x.js:3:1: msg``) see the line as it would be printed on its own.
+            found, _ = rules.scan(split[index][0].lstrip(), split[index][1].lstrip(), None)
         line_matches_query = bool(terms) and any(t in visible[index].lower() for t in terms)
         if found is not None and found.kind == "cascade" and not line_matches_query:
             # Boiler-plate and INFO chatter by the rules' own verdict; kept only right after kept lines,
@@ -219,6 +334,8 @@ def compress_log(text: str, *, query: str | None = None) -> str:
             continue
         if found is not None or line_matches_query:
             anchors += 1
+            banner = _previous_non_blank(visible, index)
+            opening_banner = banner is not None and banner in opening_banners
             keep[index] = 1
             _keep_before(visible, keep, index, CONTEXT_BEFORE)
             if found is not None and found.kind == "exit":
@@ -227,11 +344,19 @@ def compress_log(text: str, *, query: str | None = None) -> str:
                 end = _failure_section_end(rules, split, index)
             else:
                 end = _continuation_end(visible, index)
+            if is_exception_header(visible[index]):
+                end = max(end, _report_end(visible, index) or end)
+            if is_sanitizer_start(visible[index]):
+                end = max(end, _delimited_end(visible, index, SANITIZER_END, inclusive=True, unclosed="paragraph"))
+            if opening_banner:
+                # A banner right above the first error opens a block of its own (run-tests.php's
+                # "========DIFF========" .. "========DONE========"): the block is the report.
+                end = max(end, _delimited_end(visible, index, BANNER, inclusive=True, unclosed="none"))
             for position in range(index + 1, end):
                 keep[position] = 1
-            index = max(end, index + 1)
+            index += 1  # lines inside the block are scanned too: a block can hold the next report
             continue
-        if _is_frame(visible[index]):
+        if is_frame(visible[index]):
             # A stack trace no rule announced (an "Also:" or "Expected:" header, a warning's trace):
             # keep the frames and the line that heads them.
             keep[index] = 1

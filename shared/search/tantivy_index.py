@@ -54,25 +54,26 @@ class TextField:
     value: Callable[[LexicalDoc], str]
 
 
+# 0.5 / 1.0 / 2.0 measured: 2.0 helps alert names a little more but costs SciFact 0.06 nDCG@10.
 IDENTIFIER_PARTS_BOOST = 1.0
 # Fuzzy matches (LexicalQuery.fuzzy) add a constant, small score: enough to surface the one runbook
 # a mistyped alert name points to, too little to reorder documents that match the words exactly.
 FUZZY_BOOST = 0.5
-FUZZY_FIELDS = ("content", "section")
+FUZZY_FIELDS = ("content",)
 MIN_FUZZY_CHARS = 5
 MAX_FUZZY_TERMS = 8
 
-# Boosts stay modest: on BEIR SciFact (train qrels, title indexed as the section) nDCG@10 fell from
-# 0.678 at 1.0 to 0.624 at 2.0, because a short field already scores high under BM25's length norm.
+# Only the chunk's own text is searched. Chunks already carry their heading line (and the L0 chunk the
+# document title); searching the section and breadcrumb fields as well repeats the title and folder
+# words in every chunk of a document, and measured by `mem eval` (nDCG@10, lexical) that hurt on every
+# set: SciFact train 0.578 -> 0.688, alert names 0.951/0.890/0.792 -> 0.975/0.960/0.900 (whole, words,
+# typo), the sample vault 0.885 -> 0.982. See docs/evaluation.md.
 TEXT_FIELDS: tuple[TextField, ...] = (
     TextField("content", "en_stem", 1.0, lambda d: d.content),
-    TextField("section", "en_stem", 1.25, lambda d: d.section),
-    TextField("breadcrumb", "en_stem", 1.1, lambda d: d.breadcrumb),
     # Identifier-aware matching: the words of CamelCase names (KubePodCrashLooping -> kube pod crash
     # loop), so "pod crash looping" finds the runbook while the whole name still matches in `content`.
     # snake_case and kebab-case need no field: the tokenizer already splits on punctuation.
-    TextField("identifier_parts", "en_stem", IDENTIFIER_PARTS_BOOST,
-              lambda d: camel_case_parts(f"{d.section}\n{d.content}")),
+    TextField("identifier_parts", "en_stem", IDENTIFIER_PARTS_BOOST, lambda d: camel_case_parts(d.content)),
 )
 
 
