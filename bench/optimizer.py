@@ -24,8 +24,9 @@ inputs weigh more). "ms/10KB" is the compressor's time (detection excluded), and
 
 Retention is reported three ways: over all must-keep lines of a source ("lines"), averaged per input
 ("per input") and as the share of inputs that keep at least 99 % ("inputs>=99%"). For logs, "tail
-baseline" is the retention of the crudest alternative at the same size: the last characters of the log,
-as many as the compressor's output has. It shows how much of the retention is choice, not volume.
+baseline" is the retention (lines / per input) of the crudest alternative at the same size: the last
+characters of the log, as many as the pipeline's output has. It shows how much of the retention is
+choice, not volume.
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ class Row:
     tokens_before: int = 0
     tokens_after: int = 0
     baseline_kept: int = 0
+    baseline_per_input: list[float] = field(default_factory=list)
     skipped: int = 0
     reductions: list[float] = field(default_factory=list)
     compressor_reductions: list[float] = field(default_factory=list)
@@ -325,7 +327,9 @@ def measure(sample: Sample, row: Row, settings: Settings, store: MemoryCCRStore)
         row.per_input.append(kept / len(sample.must_keep))
         if sample.kind == "log":
             tail = sample.text[len(sample.text) - len(chunk.text):] if len(chunk.text) < len(sample.text) else sample.text
-            row.baseline_kept += sample.checker(tail, sample.must_keep)
+            baseline = sample.checker(tail, sample.must_keep)
+            row.baseline_kept += baseline
+            row.baseline_per_input.append(baseline / len(sample.must_keep))
 
 
 def _p95(values: list[float]) -> float:
@@ -373,7 +377,7 @@ def main() -> None:
 
     header = (f"{'type':5} {'source':18} {'n':>4} {'reduction':>9} {'all':>6} {'compressor':>10} "
               f"{'ms/10KB p50':>11} {'p95':>6} {'pipeline p95':>12} {'lines':>7} {'per input':>9} "
-              f"{'inputs>=99%':>11} {'tail baseline':>13}  detected / passthrough")
+              f"{'inputs>=99%':>11} {'tail baseline':>15}  detected / passthrough")
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -381,13 +385,14 @@ def main() -> None:
         per_input = f"{statistics.mean(row.per_input):.2%}" if row.per_input else "n/a"
         whole = (f"{sum(1 for r in row.per_input if r >= 0.99) / len(row.per_input):.0%}"
                  if row.per_input else "n/a")
-        baseline = f"{row.baseline_kept / row.must:.2%}" if row.kind == "log" and row.must else "n/a"
+        baseline = (f"{row.baseline_kept / row.must:.1%} / {statistics.mean(row.baseline_per_input):.1%}"
+                    if row.baseline_per_input else "n/a")
         overall = 1 - row.tokens_after / row.tokens_before if row.tokens_before else 0.0
         print(
             f"{row.kind:5} {row.source:18} {len(row.reductions):>4} {statistics.median(row.reductions):>9.1%} "
             f"{overall:>6.1%} {statistics.median(row.compressor_reductions):>10.1%} "
             f"{statistics.median(row.ms_per_10kb):>11.2f} {_p95(row.ms_per_10kb):>6.2f} "
-            f"{_p95(row.pipeline_ms_per_10kb):>12.2f} {retention:>7} {per_input:>9} {whole:>11} {baseline:>13}  "
+            f"{_p95(row.pipeline_ms_per_10kb):>12.2f} {retention:>7} {per_input:>9} {whole:>11} {baseline:>15}  "
             f"{row.detected_as} {row.passthrough or ''}"
         )
     if too_big:

@@ -115,10 +115,10 @@ class Settings(BaseSettings):
     compress_diff: bool = True
     compress_text: bool = True
     ccr_enabled: bool = True
-    ccr_max_entries: int = 1000
-    ccr_ttl_secs: int = 3600
+    ccr_max_entries: int = Field(default=1000, ge=1, description="CCR originals kept (least recently used out).")
+    ccr_ttl_secs: int = Field(default=3600, ge=1, description="Seconds a CCR original is kept after its last put.")
     optimizer_max_input_bytes: int = Field(
-        default=8 * 1024 * 1024, description="Largest input of one optimize call; over it the API answers 413."
+        default=8 * 1024 * 1024, ge=1, description="Largest input of one optimize call; over it the API answers 413."
     )
 
     # --- logging ---------------------------------------------------------------------------------

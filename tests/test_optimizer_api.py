@@ -184,6 +184,26 @@ def test_a_body_that_is_not_utf8_json_is_a_400_not_a_crash(client, admin_headers
 # --- settings ---------------------------------------------------------------------------------------
 
 
+def test_the_mem_variables_reach_the_settings(monkeypatch) -> None:
+    from pydantic import ValidationError
+
+    from shared.config import Settings
+
+    env = {"MEM_CONTEXT_OPTIMIZER": "off", "MEM_COMPRESS_JSON": "false", "MEM_COMPRESS_LOGS": "false",
+           "MEM_COMPRESS_CODE": "true", "MEM_COMPRESS_DIFF": "false", "MEM_COMPRESS_TEXT": "false",
+           "MEM_CCR_ENABLED": "false", "MEM_CCR_MAX_ENTRIES": "7", "MEM_CCR_TTL_SECS": "11"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    parsed = Settings()
+    assert parsed.context_optimizer == "off" and parsed.ccr_enabled is False
+    assert (parsed.compress_json, parsed.compress_logs, parsed.compress_code, parsed.compress_diff,
+            parsed.compress_text) == (False, False, True, False, False)
+    assert (parsed.ccr_max_entries, parsed.ccr_ttl_secs) == (7, 11)
+    monkeypatch.setenv("MEM_CCR_MAX_ENTRIES", "0")
+    with pytest.raises(ValidationError, match="ccr_max_entries"):
+        Settings()
+
+
 def test_optimizer_off_returns_every_chunk_unchanged(client_with, admin_headers) -> None:
     client = client_with(context_optimizer="off")
     response = _optimize(client, admin_headers, {"text": LOG}, {"text": ORDERS})

@@ -38,11 +38,12 @@ MAX_QUERY_WORD_CHARS = 64
 _IDEOGRAPH = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _WORD = re.compile(r"\w+")
 
+# The same fields as Tantivy: the chunk's own text (which starts with its heading). Searching section and
+# breadcrumb too repeats a document's title words in every chunk; `mem eval` showed it hurts (see
+# shared/search/tantivy_index.py TEXT_FIELDS).
 SEARCH_FIELDS: tuple[str, ...] = (
     "content",
     "content.english",
-    "section.english^1.25",
-    "breadcrumb.english^1.1",
 )
 
 INDEX_BODY: dict[str, Any] = {
