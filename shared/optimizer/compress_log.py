@@ -22,6 +22,7 @@ Consecutive lines that are the same once run-specific values are normalised
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from shared.diagnosis.classify import rule_index
 from shared.diagnosis.lines import split_line, visible_text
@@ -190,15 +191,15 @@ def _report_end(visible: list[str], index: int) -> int | None:
     return end
 
 
-def _delimited_end(visible: list[str], index: int, closing: re.Pattern[str], *, inclusive: bool,
-                   unclosed: str) -> int:
+def _delimited_end(visible: list[str], index: int, closing: re.Pattern[str], *,
+                   unclosed: Literal["paragraph", "none"]) -> int:
     """One past the block that starts at ``index`` and runs to the first line matching ``closing``
-    (that line included or not), at most :data:`SECTION_MAX` lines. Without a closing line the block
-    ends at the first blank line (``unclosed="paragraph"``) or is just its first line (``"none"``)."""
+    (included), at most :data:`SECTION_MAX` lines. Without a closing line the block ends at the first
+    blank line (``unclosed="paragraph"``) or is just its first line (``"none"``)."""
     limit = min(len(visible), index + 1 + SECTION_MAX)
     for position in range(index + 1, limit):
         if closing.match(visible[position]):
-            return position + 1 if inclusive else position
+            return position + 1
     if unclosed == "none":
         return index + 1
     position = index + 1
@@ -347,11 +348,11 @@ def compress_log(text: str, *, query: str | None = None) -> str:
             if is_exception_header(visible[index]):
                 end = max(end, _report_end(visible, index) or end)
             if is_sanitizer_start(visible[index]):
-                end = max(end, _delimited_end(visible, index, SANITIZER_END, inclusive=True, unclosed="paragraph"))
+                end = max(end, _delimited_end(visible, index, SANITIZER_END, unclosed="paragraph"))
             if opening_banner:
                 # A banner right above the first error opens a block of its own (run-tests.php's
                 # "========DIFF========" .. "========DONE========"): the block is the report.
-                end = max(end, _delimited_end(visible, index, BANNER, inclusive=True, unclosed="none"))
+                end = max(end, _delimited_end(visible, index, BANNER, unclosed="none"))
             for position in range(index + 1, end):
                 keep[position] = 1
             index += 1  # lines inside the block are scanned too: a block can hold the next report
