@@ -249,3 +249,15 @@ def test_mem_query_cli_runs_in_process(query_corpus):  # noqa: F811
                          (["--project", "no-such-project-here"], "unknown project")):
         bad = CliRunner().invoke(mem, ["query", "pods restarting often", "-p", query_corpus.alpha, *args])
         assert bad.exit_code == 2 and needle in bad.output + bad.stderr, bad.output + bad.stderr
+
+
+def test_identifier_aware_and_typo_tolerant_lexical_matching(client, admin_headers, query_corpus):  # noqa: F811
+    def top(query: str) -> str:
+        body = _get(client, admin_headers, project=query_corpus.alpha, query=query, method="lexical").get_json()
+        assert body["results"], query
+        return body["results"][0]["source"]
+
+    # The alert name's words (split from the CamelCase name in the index) and a mistyped name both find it.
+    assert top("kube pod crash looping") == "runbooks/pod-crashlooping.md"
+    assert top("KubePodCrashLoping") == "runbooks/pod-crashlooping.md"
+    assert top("back off") == "runbooks/pod-crashlooping.md"  # from CrashLoopBackOff in the text

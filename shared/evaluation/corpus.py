@@ -206,4 +206,16 @@ def evaluation_settings(settings: Settings, project: str) -> Settings:
     """
     if settings.lexical_engine != "tantivy":
         return settings
-    return settings.model_copy(update={"data_dir": settings.resolved_data_dir / "eval-lexical" / project})
+    folder = settings.resolved_data_dir / "eval-lexical" / f"{project}-{_lexical_code_fingerprint()}"
+    return settings.model_copy(update={"data_dir": folder})
+
+
+def _lexical_code_fingerprint() -> str:
+    """Changes whenever the code that decides what Tantivy indexes changes, so a cached evaluation
+    index is never scored with stale field values (a schema check alone would not notice)."""
+    from shared.search import normalise, tantivy_index
+
+    digest = hashlib.sha256()
+    for module in (tantivy_index, normalise):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:10]

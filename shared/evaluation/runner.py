@@ -20,6 +20,7 @@ from shared.search.fusion import FusedHit
 from shared.search.query import (
     QueryRequest,
     fetch_rows,
+    forget_query_vectors,
     fuse_retrieval,
     near_duplicate_key,
     retrieve,
@@ -93,6 +94,7 @@ def run_method(
     progress: Callable[[int], None] = lambda _n: None,
 ) -> dict[str, Any]:
     """Metrics and latency percentiles of one method over the dataset's judged queries."""
+    forget_query_vectors(settings)  # each method pays for its own query embeddings, as a cold service would
     run: dict[str, dict[str, float]] = {}
     latencies: list[float] = []
     routes: dict[str, int] = {}

@@ -109,8 +109,8 @@ def camel_case_parts(text: str, limit: int = 2000) -> str:
     no help: the lexical engines' tokenizers already split on punctuation.
     """
     parts: list[str] = []
-    for number, match in enumerate(_CAMEL.finditer(text)):
-        if number >= limit:
+    for match in _CAMEL.finditer(text):
+        if len(parts) >= limit:
             break
         word = match.group(0)
         if any(c.islower() for c in word) and any(c.isupper() for c in word[1:]):

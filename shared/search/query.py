@@ -43,7 +43,6 @@ METHODS: tuple[str, ...] = ("auto", "hybrid", "semantic", "lexical")
 FUSIONS: tuple[str, ...] = ("linear", "rrf")
 DEFAULT_WEIGHTS = (0.6, 0.4)
 RRF_WEIGHTS = (0.5, 0.5)
-MAX_LIMIT = 100
 MAX_CANDIDATES = 1000
 MAX_TAGS = 20
 WEIGHT_TOLERANCE = 1e-6
@@ -251,6 +250,20 @@ def reset_query_state() -> None:
         _pool = None
     with _cache_lock:
         _caches.clear()
+
+
+def forget_query_vectors(settings: Settings) -> None:
+    """Empty the query-embedding caches of this process (benchmarks: every query pays its embedding).
+
+    Besides :class:`QueryEmbeddingCache`, the embedder's own LRU of texts remembers query texts too.
+    """
+    from shared.embedding import get_embedder
+
+    reset_query_state()
+    embedder = get_embedder(settings)
+    remembered = getattr(embedder, "_cache", None)  # CachedEmbedder has no public clear()
+    if remembered is not None:
+        remembered.clear()
 
 
 def _read_connection() -> Any:

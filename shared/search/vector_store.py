@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Engine, text
 
+from shared.search.glob import glob_to_regex
 from shared.search.lexical import LexicalFilters
 
 _INDEX_LOCK_ID = 0x6D656D32  # "mem2"
@@ -75,11 +76,9 @@ def vector_literal(vector: Sequence[float]) -> str:
 
 def glob_to_postgres_regex(glob: str) -> str:
     """An anchored PostgreSQL regular expression matching what ``fnmatch.fnmatchcase(path, glob)`` matches."""
-    from shared.search.tantivy_index import glob_to_tantivy_regex
-
-    # The Rust-regex translation only escapes with a backslash before punctuation, which PostgreSQL's
-    # advanced regular expressions read as that literal character too, so it carries over unchanged.
-    return "^" + glob_to_tantivy_regex(glob) + "$"
+    # In PostgreSQL's advanced regular expressions a backslash before any non-alphanumeric character
+    # makes it literal, inside and outside brackets.
+    return "^" + glob_to_regex(glob, lambda ch: ch if ch.isalnum() else "\\" + ch) + "$"
 
 
 def semantic_search(
