@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify, url_for
-from sqlalchemy.exc import IntegrityError
 
 from api.auth import require_project
 from api.contract import endpoint
@@ -64,14 +63,6 @@ def submit_ingest(body: IngestRequest, principal: Principal, key: str | None) ->
             view = store.JobView.of(job)
     except store.JobConflict as exc:
         raise Problem(422, str(exc)) from None
-    except IntegrityError:
-        # Two requests with the same key raced; the winner's job is the answer.
-        with session_scope() as session:
-            job, created = store.create_job(
-                session, kind=INGEST_KIND, first_step="ingest", project=body.project,
-                payload={"source": source}, submitted_by=principal.subject, idempotency_key=key,
-            )
-            view = store.JobView.of(job)
     if created:
         dispatch("ingest", view.id)
     return view.to_dict(), created

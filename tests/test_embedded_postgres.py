@@ -18,12 +18,12 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.slow
 
 STARTER = """
-import sys, time
+import signal, sys
 from pathlib import Path
 from shared.db import embedded
 server = embedded.start(Path(sys.argv[1]))
 print(server.pid, flush=True)
-time.sleep(600)
+signal.pause()  # the owner idles until the test kills it with -9
 """
 
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from shared.config import get_settings
@@ -133,14 +134,18 @@ def create_job(
     """
     settings = get_settings()
     fingerprint = request_fingerprint({"kind": kind, "project": project, "payload": payload})
-    if idempotency_key:
+    def replay() -> Job | None:
+        if not idempotency_key:
+            return None
         existing = session.scalars(
             select(Job).where(Job.submitted_by == submitted_by, Job.idempotency_key == idempotency_key)
         ).first()
-        if existing is not None:
-            if existing.payload.get("_fingerprint") != fingerprint:
-                raise JobConflict("this Idempotency-Key was already used with a different request body")
-            return existing, False
+        if existing is not None and existing.payload.get("_fingerprint") != fingerprint:
+            raise JobConflict("this Idempotency-Key was already used with a different request body")
+        return existing
+
+    if (existing := replay()) is not None:
+        return existing, False
     job = Job(
         id=str(uuid.uuid4()),
         kind=kind,
@@ -156,8 +161,14 @@ def create_job(
         lease_expires_at=_lease(),
         progress_step="queued",
     )
-    session.add(job)
-    session.flush()
+    try:
+        # A savepoint: when a concurrent request with the same key wins the insert, its job is the answer.
+        with session.begin_nested():
+            session.add(job)
+    except IntegrityError:
+        if (existing := replay()) is not None:
+            return existing, False
+        raise
     return job, True
 
 

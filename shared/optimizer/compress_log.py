@@ -93,17 +93,16 @@ def _continuation_end(visible: list[str], index: int) -> int:
     while follow < total and follow - index <= CONTINUATION_MAX:
         line = visible[follow]
         following = _next_non_blank(visible, follow + 1)
-        if _is_continuation(line, depth):
-            pass
-        elif not line.strip():
-            if following is None or not _is_continuation(visible[following], depth) or following > follow + 2:
+        if not _is_continuation(line, depth):
+            if not line.strip():
+                if following is None or not _is_continuation(visible[following], depth) or following > follow + 2:
+                    break
+            elif (headers < 3 and line.rstrip().endswith(":") and following is not None
+                  and _indent(visible[following]) > _indent(line)):
+                headers += 1
+                depth = _indent(line)
+            else:
                 break
-        elif (headers < 3 and line.rstrip().endswith(":") and following is not None
-              and _indent(visible[following]) > _indent(line)):
-            headers += 1
-            depth = _indent(line)
-        else:
-            break
         follow += 1
     return follow
 

@@ -90,3 +90,17 @@ class LexicalIndex(Protocol):
     def health(self) -> dict[str, object]:
         """A small status report for ``/ready``; raises :class:`LexicalUnavailable` when down."""
         ...
+
+
+def validate_lexical_doc(doc: LexicalDoc) -> None:
+    """Raise ``ValueError`` naming the field when ``doc`` cannot be indexed by any backend."""
+    if not isinstance(doc, LexicalDoc):
+        raise ValueError(f"expected a LexicalDoc, got {type(doc).__name__}")
+    for name in ("chunk_id", "project", "source"):
+        value = getattr(doc, name)
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"LexicalDoc.{name} must be a non-empty string (chunk {doc.chunk_id!r})")
+    if isinstance(doc.level, bool) or not isinstance(doc.level, int):
+        raise ValueError(f"LexicalDoc.level must be an int (chunk {doc.chunk_id!r})")
+    if doc.updated_at is not None and not isinstance(doc.updated_at, datetime):
+        raise ValueError(f"LexicalDoc.updated_at must be a datetime or None (chunk {doc.chunk_id!r})")

@@ -20,7 +20,14 @@ from opensearchpy.exceptions import NotFoundError, TransportError
 from opensearchpy.helpers.errors import BulkIndexError
 
 from shared.search.glob import glob_to_regex
-from shared.search.lexical import LexicalDoc, LexicalFilters, LexicalHit, LexicalQuery, LexicalUnavailable
+from shared.search.lexical import (
+    LexicalDoc,
+    LexicalFilters,
+    LexicalHit,
+    LexicalQuery,
+    LexicalUnavailable,
+    validate_lexical_doc,
+)
 
 BACKEND_NAME = "opensearch"
 INDEX_PREFIX = "vault-"
@@ -152,19 +159,6 @@ def _redacted(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def _validate_doc(doc: LexicalDoc) -> None:
-    if not isinstance(doc, LexicalDoc):
-        raise ValueError(f"expected a LexicalDoc, got {type(doc).__name__}")
-    for name in ("chunk_id", "project", "source"):
-        value = getattr(doc, name)
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"LexicalDoc.{name} must be a non-empty string (chunk {doc.chunk_id!r})")
-    if isinstance(doc.level, bool) or not isinstance(doc.level, int):
-        raise ValueError(f"LexicalDoc.level must be an int (chunk {doc.chunk_id!r})")
-    if doc.updated_at is not None and not isinstance(doc.updated_at, datetime):
-        raise ValueError(f"LexicalDoc.updated_at must be a datetime or None (chunk {doc.chunk_id!r})")
-
-
 class OpenSearchLexicalIndex:
     """A :class:`~shared.search.lexical.LexicalIndex` on an OpenSearch cluster."""
 
@@ -228,7 +222,7 @@ class OpenSearchLexicalIndex:
     def upsert(self, docs: Sequence[LexicalDoc]) -> None:
         """Index (replace by ``_id`` = chunk_id) every chunk with ``_bulk``, then refresh."""
         for doc in docs:
-            _validate_doc(doc)
+            validate_lexical_doc(doc)
         if not docs:
             return
         names = sorted({index_name(doc.project) for doc in docs})

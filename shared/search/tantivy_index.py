@@ -23,7 +23,14 @@ import tantivy
 from tantivy import Document, FieldType, Occur, Query
 
 from shared.search.glob import glob_to_regex
-from shared.search.lexical import LexicalDoc, LexicalFilters, LexicalHit, LexicalQuery, LexicalUnavailable
+from shared.search.lexical import (
+    LexicalDoc,
+    LexicalFilters,
+    LexicalHit,
+    LexicalQuery,
+    LexicalUnavailable,
+    validate_lexical_doc,
+)
 from shared.search.normalise import camel_case_parts
 
 BACKEND_NAME = "tantivy"
@@ -128,19 +135,9 @@ def glob_to_tantivy_regex(glob: str) -> str:
 
 
 def _validate_doc(doc: LexicalDoc) -> None:
-    if not isinstance(doc, LexicalDoc):
-        raise ValueError(f"expected a LexicalDoc, got {type(doc).__name__}")
-    for name in ("chunk_id", "project", "source"):
-        value = getattr(doc, name)
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"LexicalDoc.{name} must be a non-empty string (chunk {doc.chunk_id!r})")
-    if isinstance(doc.level, bool) or not isinstance(doc.level, int):
-        raise ValueError(f"LexicalDoc.level must be an int (chunk {doc.chunk_id!r})")
-    if doc.updated_at is not None:
-        if not isinstance(doc.updated_at, datetime):
-            raise ValueError(f"LexicalDoc.updated_at must be a datetime or None (chunk {doc.chunk_id!r})")
-        if not tantivy.MIN_DATETIME <= _as_utc(doc.updated_at) <= tantivy.MAX_DATETIME:
-            raise ValueError(f"LexicalDoc.updated_at is out of range (chunk {doc.chunk_id!r})")
+    validate_lexical_doc(doc)
+    if doc.updated_at is not None and not tantivy.MIN_DATETIME <= _as_utc(doc.updated_at) <= tantivy.MAX_DATETIME:
+        raise ValueError(f"LexicalDoc.updated_at is out of range (chunk {doc.chunk_id!r})")
 
 
 def _as_utc(value: datetime) -> datetime:

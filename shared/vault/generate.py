@@ -251,6 +251,10 @@ def _propose(settings: Settings, project: str, files: dict[str, str]) -> dict[st
         written = [c.path.partition("/")[2] for c in changes]
         try:
             client.get_branch(branch)
+            proposed = True
+        except ForgejoNotFound:
+            proposed = False
+        if proposed:
             with session_scope() as session:
                 pr = session.scalars(
                     select(VaultEvent.detail["pr_number"].as_integer())
@@ -258,8 +262,6 @@ def _propose(settings: Settings, project: str, files: dict[str, str]) -> dict[st
                     .order_by(VaultEvent.id.desc())
                 ).first()
             return {"status": "already proposed", "branch": branch, "pr_number": pr, "written": [], "skipped": skipped}
-        except ForgejoNotFound:
-            pass
         message = f"Generate {len(changes)} document(s) of {project} from the memory database"
         result = client.change_files(changes, message, branch=default, new_branch=branch, author=COMMITTER,
                                      committer=COMMITTER)
