@@ -1,11 +1,14 @@
 """Benchmark failure signatures on real CI logs (LogChunks, Treeherder, CiDiff) and print the numbers.
 
     .venv/bin/python bench/diagnosis.py [--data ../shared/data] [--limit N] [--only logchunks,speed] [--misses 20]
+                                        [--half tune|test]
 
 Reads ``<data>/logs`` (see its README and each folder's SOURCE.txt); nothing is written. Sections:
 
 - logchunks: share of the 797 failed Travis logs whose ``matched_line`` falls inside the labelled
-  failure chunk, and share where the matched line or any ``errors`` line does;
+  failure chunk, and share where the matched line or any ``errors`` line does; for the whole set and
+  for its two halves (split by repository, see :func:`logchunks_half`): rules are tuned looking at
+  the misses of the "tune" half only, the "test" half shows whether they generalise;
 - treeherder: recall and precision of ``errors`` (plus the matched line) against the expected error
   lines, and share of logs whose matched line is an expected one;
 - cidiff: share of Maven breakages whose matched line is inside a ground-truth error range;
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gzip
+import hashlib
 import json
 import random
 import re
@@ -88,46 +92,69 @@ def locate_chunk(text: str, chunk: str) -> tuple[int, int] | None:
     return None
 
 
-def bench_logchunks(data: Path, limit: int | None, misses: int) -> dict[str, object]:
+HALVES = ("tune", "test")
+
+
+def logchunks_half(repo: str) -> str:
+    """The half of LogChunks a repository belongs to: "tune" or "test".
+
+    By repository, so that one repository's (often identical) builds all land in the same half and
+    a rule tuned on one build cannot be credited on its twin; by a hash, so the split is fixed.
+    """
+    return HALVES[hashlib.sha256(repo.encode()).digest()[0] % 2]
+
+
+def bench_logchunks(data: Path, limit: int | None, misses: int, half: str | None = None) -> dict[str, object]:
     root = data / "logs" / "logchunks"
     rows = [json.loads(line) for line in (root / "labels.jsonl").read_text().splitlines() if line.strip()]
     if limit:
         rows = rows[:limit]
-    located = hit_matched = hit_any = found = 0
+    # [located, matched line inside, any line inside] per half
+    counts: dict[str, list[int]] = {h: [0, 0, 0] for h in HALVES}
+    found = 0
     by_category: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     shown = 0
     sigs: list[tuple[str, Signature]] = []
     for row in rows:
+        row_half = logchunks_half(row["repo"])
+        if half is not None and row_half != half:
+            continue
         text = read_log(root / row["log"])
         span = locate_chunk(text, row["chunk"])
         sig = extract_signature(text)
         sigs.append((row["log"], sig))
         if span is None:
             continue
-        located += 1
         found += sig.found
         first, last = span
         in_matched = sig.matched_line is not None and first <= sig.matched_line <= last
         in_any = any(first <= n <= last for n in predicted_lines(sig))
-        hit_matched += in_matched
-        hit_any += in_any
+        counts[row_half][0] += 1
+        counts[row_half][1] += in_matched
+        counts[row_half][2] += in_any
         by_category[row["category"]][0] += in_matched
         by_category[row["category"]][1] += 1
         if not in_matched and shown < misses:
             shown += 1
             lines = text.split("\n")
-            print(f"  MISS {row['log']} chunk={first}-{last} matched={sig.matched_line} rule={sig.rule}")
-            print(f"       chunk: {strip_ansi(lines[first - 1]).strip()[:150]!r}")
+            print(f"  MISS {row['log']} chunk={first}-{last} matched={sig.matched_line} rule={sig.rule}"
+                  f" any={'yes' if in_any else 'no'}")
+            for n in range(first, min(last, first + 2) + 1):
+                print(f"       chunk: {strip_ansi(lines[n - 1]).strip()[:150]!r}")
             if sig.matched_line:
                 print(f"       got:   {strip_ansi(lines[sig.matched_line - 1]).strip()[:150]!r}")
-    result = {
-        "logs": len(rows),
+    located = sum(c[0] for c in counts.values())
+    result: dict[str, object] = {
+        "logs": len(sigs),
         "chunks_located": located,
         "found": found,
-        "matched_line_in_chunk": hit_matched / located if located else 0.0,
-        "any_line_in_chunk": hit_any / located if located else 0.0,
-        "by_category": {k: f"{v[0]}/{v[1]}" for k, v in sorted(by_category.items())},
+        "matched_line_in_chunk": sum(c[1] for c in counts.values()) / located if located else 0.0,
+        "any_line_in_chunk": sum(c[2] for c in counts.values()) / located if located else 0.0,
     }
+    for name, (n, matched, any_line) in counts.items():
+        if n:
+            result[f"{name}_half"] = f"{n} logs: matched {matched / n:.3f}, any {any_line / n:.3f}"
+    result["by_category"] = {k: f"{v[0]}/{v[1]}" for k, v in sorted(by_category.items())}
     result["_sigs"] = sigs
     return result
 
@@ -399,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N logs of each set")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {','.join(SECTIONS)}")
     parser.add_argument("--misses", type=int, default=0, help="print up to N misses per section")
+    parser.add_argument("--half", choices=HALVES, default=None,
+                        help="LogChunks: only one half (split by repository); iterate on 'tune', check on 'test'")
     args = parser.parse_args(argv)
     if not (args.data / "logs").is_dir():
         print(f"no evaluation data at {args.data}/logs (pass --data)", file=sys.stderr)
@@ -411,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, object]] = {}
     chunk_sigs: list[tuple[str, Signature]] = []
     if "logchunks" in only or "stability" in only:
-        res = bench_logchunks(args.data, args.limit, args.misses if "logchunks" in only else 0)
+        res = bench_logchunks(args.data, args.limit, args.misses if "logchunks" in only else 0, args.half)
         chunk_sigs = res.pop("_sigs")  # type: ignore[assignment]
         if "logchunks" in only:
             results["logchunks"] = res
