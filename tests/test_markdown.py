@@ -300,6 +300,29 @@ def test_single_huge_line_and_word_are_cut() -> None:
     assert "token499" in joined and joined.count("A") >= 10_000
 
 
+def test_a_paragraph_on_one_long_line_is_cut_at_sentence_ends() -> None:
+    # Exported abstracts and some editors put a whole paragraph on one line. The chunker used to
+    # cut only between lines there: the L0 chunk got the title alone and the first piece the
+    # heading alone, chunks that carry no text.
+    sentences = [f"Sentence {i} says " + " ".join(f"w{i}_{j}" for j in range(8)) + "." for i in range(30)]
+    doc = parse("# Findings\n\n" + " ".join(sentences) + "\n", max_tokens=60, overlap=5)
+    l0, *rest = doc.chunks
+    assert l0.level == LEVEL_DOCUMENT and "Sentence 0 says" in l0.text
+    assert rest and all(c.level == LEVEL_PIECE for c in rest)
+    for chunk in doc.chunks:
+        body = chunk.text.removeprefix("# Findings").strip()
+        assert body, f"chunk {chunk.ordinal} holds only its heading"
+        assert words(chunk.text) <= 60
+    for chunk in doc.chunks[:-1]:
+        assert chunk.text.endswith("."), chunk.text[-40:]  # every full chunk ends at a sentence end
+    for i in range(30):
+        assert any(f"Sentence {i} says" in c.text for c in rest)
+    quoted = parse('# Q\n\n' + ' '.join(f'He said "stop {i}." Then (x{i}) went.' for i in range(40)) + "\n",
+                   max_tokens=30, overlap=0)
+    text = " ".join(c.text for c in quoted.chunks)
+    assert all(f'"stop {i}."' in text and f"(x{i}) went." in text for i in range(40))  # no character lost
+
+
 def test_no_headings_long_text_becomes_pieces_after_l0() -> None:
     text = "\n\n".join(f"Paragraph {i} " + "filler " * 10 for i in range(30))
     doc = parse(text, path="n.md", max_tokens=50, overlap=5)

@@ -60,6 +60,8 @@ class Document(Base):
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), nullable=False)
     path: Mapped[str] = mapped_column(Text, nullable=False)  # inside the project folder, POSIX
     content_sha: Mapped[str] = mapped_column(String(64), nullable=False)
+    # The chunking recipe (shared.vault.markdown.chunker_recipe) the chunks were cut with.
+    chunker: Mapped[str] = mapped_column(String(64), nullable=False, default="", server_default="")
     title: Mapped[str] = mapped_column(Text, nullable=False, default="")
     front_matter: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
     tags: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, default=list)

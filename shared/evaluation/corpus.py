@@ -1,6 +1,6 @@
 """Ingest an evaluation corpus through the real pipeline, once: cached by corpus hash.
 
-The project is named after the hash of the corpus and of the chunker settings (``eval-<hash>``), so a
+The project is named after the hash of the corpus and of the chunking recipe (chunker version and budget) (``eval-<hash>``), so a
 re-run finds it and skips the ingest; a run interrupted half way resumes (unchanged documents are not
 re-chunked and vectors already stored are kept). Queries run against a Tantivy index of the corpus
 alone (:func:`evaluation_settings`), built from the database rows when it is missing or short.
@@ -24,13 +24,14 @@ from shared.db.models import ChunkRow, Document, Project
 from shared.evaluation.datasets import Dataset
 from shared.ingest.pipeline import INGEST_KIND, lexical_doc, run_inline
 from shared.jobs import store
+from shared.vault.markdown import chunker_recipe
 
 REINDEX_BATCH = 2000
 
 
 def eval_project_name(dataset: Dataset, settings: Settings) -> str:
     """The project that holds this corpus as chunked with these settings."""
-    key = f"{dataset.corpus_sha}\0{settings.chunk_max_tokens}\0{settings.chunk_overlap_tokens}"
+    key = f"{dataset.corpus_sha}\0{chunker_recipe(settings.chunk_max_tokens, settings.chunk_overlap_tokens)}"
     return "eval-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

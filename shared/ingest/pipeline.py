@@ -4,8 +4,8 @@ Each step claims the job for itself, does its work idempotently, then makes the 
 to the broker. What a step needs from the previous one travels in the job row (``result.changed``,
 ``result.removed``), never in the broker message, so any step can be re-run after a crash:
 
-* ``ingest`` compares content hashes: unchanged documents are not even parsed, changed ones get their chunks
-  replaced (same ids for the same positions), removed ones are deleted with their chunks.
+* ``ingest`` compares content hashes and the chunking recipe: unchanged documents are not even parsed,
+  changed ones (or ones cut by another chunker version or budget) get their chunks replaced (same ids for the same positions), removed ones are deleted with their chunks.
 * ``embed`` embeds every chunk of the project that has no vector from the current model, reusing vectors of
   identical text (``text_sha``) first, so a re-run, a re-ingest or a rename costs no model call.
 * ``index`` deletes the changed and removed documents from the lexical engine, re-adds the changed ones, and
@@ -40,6 +40,7 @@ from shared.jobs import store
 from shared.jobs.broker import dispatch
 from shared.search.lexical import LexicalDoc
 from shared.vault.document import ParsedDocument
+from shared.vault.markdown import chunker_recipe, parse_markdown
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,6 @@ def _collect(payload: dict[str, Any]) -> tuple[list[SourceFile], list[Skipped], 
 
 def _parse(files: Sequence[SourceFile], project: str, changed_paths: set[str]) -> tuple[list[tuple[SourceFile, ParsedDocument]], list[Skipped]]:
     from shared.embedding import get_token_counter
-    from shared.vault.markdown import parse_markdown
 
     settings = get_settings()
     count_tokens: Callable[[str], int] = get_token_counter(settings)
@@ -184,12 +184,23 @@ def run_ingest_step(job_id: str, send: Dispatcher = dispatch) -> None:
     files, skipped, replace_all = _collect(payload)
     hashes = {f.path: content_sha(f.data) for f in files}
 
+    settings = get_settings()
+    recipe = chunker_recipe(settings.chunk_max_tokens, settings.chunk_overlap_tokens)
     with session_scope() as session:
         project = session.scalars(select(Project).where(Project.name == project_name)).first()
-        existing: dict[str, str] = {}
+        existing: dict[str, tuple[str, str]] = {}
         if project is not None:
-            existing = dict(session.execute(select(Document.path, Document.content_sha).where(Document.project_id == project.id)).all())
-    changed_paths = {p for p, sha in hashes.items() if existing.get(p) != sha}
+            existing = {
+                path: (sha, chunker)
+                for path, sha, chunker in session.execute(
+                    select(Document.path, Document.content_sha, Document.chunker).where(
+                        Document.project_id == project.id
+                    )
+                )
+            }
+    # A document is re-chunked when its bytes changed or when it was cut with another recipe
+    # (a new chunker version, another MEM_CHUNK_MAX_TOKENS).
+    changed_paths = {p for p, sha in hashes.items() if existing.get(p) != (sha, recipe)}
     parsed, bad = _parse(files, project_name, changed_paths)
     skipped += bad
 
@@ -221,6 +232,7 @@ def run_ingest_step(job_id: str, send: Dispatcher = dispatch) -> None:
                     carried[sha] = (vector, model)
                 session.execute(delete(ChunkRow).where(ChunkRow.document_id == row.id))
             row.content_sha = hashes[f.path]
+            row.chunker = recipe
             row.title = doc.title
             row.front_matter = _jsonable(doc.front_matter)
             row.tags = list(doc.tags)

@@ -49,6 +49,10 @@ from shared.vault.document import (
 
 TokenCounter = Callable[[str], int]
 
+# Bumped whenever a change here cuts the same file into different chunks, so stored documents are
+# re-chunked by the next ingest (see chunker_recipe).
+CHUNKER_VERSION = 2
+
 # A chunk never holds more than this many characters per token of budget, so a base64 blob or a
 # minified file that the tokenizer squeezes into a few [UNK] tokens cannot make a megabyte chunk.
 MAX_CHARS_PER_TOKEN = 16
@@ -56,11 +60,16 @@ MAX_CHARS_PER_TOKEN = 16
 _BREADCRUMB_SEP = " > "
 _MEMO_ENTRIES = 50_000
 _WORD_RE = re.compile(r"\s*\S+")
+# A sentence ends at . ! or ? (closing quotes and brackets may follow) before a space and a capital,
+# digit or opening bracket. "e.g. The" also matches: that only adds a cut point, it never drops text.
+_SENTENCE_END_RE = re.compile(r"[.!?][\"')\]]*(?=\s+[\"'(\[]?[A-Z0-9])")
 
-# How good a place is to cut *before* a line (higher is better).
-_CUT_NEVER = 0  # inside a code block, or the continuation of a line cut in pieces
-_CUT_LINE = 1
-_CUT_BLOCK = 2  # a blank line or the start of a block (paragraph, list item, fence, heading)
+# How good a place is to cut *before* a line or a piece of one (higher is better).
+_CUT_NEVER = 0  # inside a code block, or inside a code line cut in pieces
+_CUT_WORD = 1  # between two words of a sentence too long for a chunk
+_CUT_SENTENCE = 2  # between two sentences of a paragraph line too long for a chunk
+_CUT_LINE = 3
+_CUT_BLOCK = 4  # a blank line or the start of a block (paragraph, list item, fence, heading)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -78,6 +87,11 @@ def slugify(title: str) -> str:
         if char in "_- " or unicodedata.category(char)[0] in "LNM":
             kept.append(char)
     return "".join(kept).replace(" ", "-")
+
+
+def chunker_recipe(max_tokens: int, overlap_tokens: int) -> str:
+    """What decides how a file is cut: the chunker's version and its budget. Stored per document."""
+    return f"v{CHUNKER_VERSION}:{max_tokens}:{overlap_tokens}"
 
 
 def parse_sections(text: str) -> list[Section]:
@@ -663,18 +677,42 @@ class _Unit:
 
 
 def _units(layout: _Layout, budget: _Budget, start: int, stop: int, limit: int) -> list[_Unit]:
-    """Lines ``start:stop`` as units, each line longer than ``limit`` tokens cut in fragments."""
+    """Lines ``start:stop`` as units; a line longer than ``limit`` tokens is cut in fragments.
+
+    A prose line (a whole paragraph on one line, as exported abstracts and wrapped-off editors
+    write them) becomes one unit per sentence, so a chunk ends at a sentence end rather than at a
+    fragment boundary or, worse, before the paragraph (which left a heading-only chunk). A code
+    line is cut between words and never chosen as a cut point.
+    """
     units = []
     for index in range(start, stop):
         line = layout.lines[index]
         cost = budget.line_cost(line)
+        line_score = layout.cut_scores[index]
         if cost <= limit and len(line) <= budget.max_chars // 2:
-            units.append(_Unit(line, index, cost, layout.cut_scores[index]))
+            units.append(_Unit(line, index, cost, line_score))
             continue
-        for position, fragment in enumerate(_split_line(line, limit, budget)):
-            score = layout.cut_scores[index] if position == 0 else _CUT_NEVER
-            units.append(_Unit(fragment, index, budget.cost(fragment), score))
+        inner = _CUT_NEVER if line_score == _CUT_NEVER else _CUT_SENTENCE
+        sentences = _sentences(line) if inner else [line]
+        for number, sentence in enumerate(sentences):
+            fragments = _split_line(sentence, limit, budget)
+            for position, fragment in enumerate(fragments):
+                if position:
+                    score = _CUT_WORD if inner else _CUT_NEVER
+                else:
+                    score = line_score if number == 0 else inner
+                units.append(_Unit(fragment, index, budget.cost(fragment), score))
     return units
+
+
+def _sentences(line: str) -> list[str]:
+    """``line`` cut after each sentence end; the pieces keep every character but the spaces between."""
+    pieces, start = [], 0
+    for match in _SENTENCE_END_RE.finditer(line):
+        pieces.append(line[start : match.end()])
+        start = match.end()
+    pieces.append(line[start:])
+    return [piece.strip() for piece in pieces if piece.strip()]
 
 
 def _split_line(line: str, limit: int, budget: _Budget) -> list[str]:
