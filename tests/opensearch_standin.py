@@ -3,9 +3,13 @@
 It serves the documented request and response shapes of: index exists/create, ``_bulk``,
 ``_refresh``, ``_search``, ``_delete_by_query``, ``_count`` and ``_cluster/health``; it checks each
 request strictly and records every deviation in :attr:`OpenSearchStandIn.violations` (and answers
-400), so a test fails when the client sends a shape a real cluster would reject. It keeps
-documents and applies filters so writes are observable, but it does not rank (score = number of
-query words found). No OpenSearch server can run in CI; the contract suite covers a real one when
+400), so a test fails when the client sends a shape a real cluster would reject, or one it would
+accept but silently match nothing with (a query on an unmapped field). It keeps documents and
+applies filters so writes are observable, and it evaluates the query clauses the engine sends
+(``bool`` should/must/filter with ``minimum_should_match``, ``multi_match`` field boosts,
+``constant_score``, ``match`` with ``fuzziness``) on lowercased ``\\w+`` tokens, without stemming or
+BM25: a ``multi_match`` field scores its boost per query token it contains, a ``constant_score``
+its boost. No OpenSearch server can run in CI; the contract suite covers a real one when
 ``MEM_OPENSEARCH_URL`` is set.
 """
 
@@ -28,6 +32,7 @@ REQUIRED_SOURCE_FIELDS = {
     "breadcrumb": str,
     "section": str,
     "content": str,
+    "identifier_parts": str,
     "level": int,
     "tags": list,
     "updated_at": (str, type(None)),
@@ -37,6 +42,7 @@ REQUIRED_MAPPING_TYPES = {
     "project": "keyword",
     "source": "keyword",
     "content": "text",
+    "identifier_parts": "text",
     "breadcrumb": "text",
     "section": "text",
     "level": "integer",
@@ -44,6 +50,23 @@ REQUIRED_MAPPING_TYPES = {
     "updated_at": "date",
 }
 _INVALID_INDEX_CHARS = set(' \\/*?"<>|,#:')
+# Analyzers a mapping may name without defining them in settings.analysis (OpenSearch's built-in ones
+# that the engine could plausibly use; see the text and language analyzer pages of the docs).
+BUILT_IN_ANALYZERS = {"standard", "simple", "whitespace", "stop", "keyword", "pattern", "fingerprint", "english"}
+MULTI_MATCH_TYPES = {"best_fields", "most_fields", "cross_fields", "phrase", "phrase_prefix", "bool_prefix"}
+BOOL_KEYS = {"must", "should", "filter", "must_not", "minimum_should_match", "boost", "_name"}
+# The match query's documented parameters.
+MATCH_KEYS = {
+    "query", "analyzer", "auto_generate_synonyms_phrase_query", "boost", "enable_position_increments",
+    "fuzziness", "fuzzy_rewrite", "fuzzy_transpositions", "lenient", "max_expansions",
+    "minimum_should_match", "operator", "prefix_length", "zero_terms_query", "_name",
+}
+_FUZZY_REWRITE = re.compile(
+    r"constant_score|scoring_boolean|constant_score_boolean|top_terms_(?:boost_|blended_freqs_)?[1-9]\d*"
+)
+_FUZZINESS = re.compile(r"[012]|AUTO(?::(\d+),(\d+))?")
+_FIELD_BOOST = re.compile(r"([A-Za-z_][\w.]*)(?:\^(\d+(?:\.\d+)?))?")
+_TOKEN = re.compile(r"\w+")
 
 
 class Violation(Exception):
@@ -102,6 +125,51 @@ def _check_index_name(name: str) -> None:
         raise Violation(f"invalid index name {name!r}")
 
 
+def fuzzy_edits(fuzziness: object, term: str) -> int:
+    """The edits ``fuzziness`` allows for ``term``, as documented: ``AUTO`` is ``AUTO:3,6``, and
+    ``AUTO:<low>,<high>`` means exact below ``low`` characters, one edit below ``high``, two from it."""
+    spec = str(fuzziness)
+    m = _FUZZINESS.fullmatch(spec)
+    if m is None:
+        raise Violation(f"fuzziness {fuzziness!r} is not 0, 1, 2, AUTO or AUTO:<low>,<high>")
+    if not spec.startswith("AUTO"):
+        return int(spec)
+    low, high = (int(m.group(1)), int(m.group(2))) if m.group(1) else (3, 6)
+    if low > high:
+        raise Violation(f"fuzziness {spec}: low must not exceed high")
+    return 0 if len(term) < low else 1 if len(term) < high else 2
+
+
+def _edit_distance(a: str, b: str) -> int:
+    # Damerau-Levenshtein (optimal string alignment), what fuzzy_transpositions=true measures.
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[len(b)]
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def _mapped_text_field(mapping: dict[str, Any], name: str) -> str:
+    """The source field behind a searchable text (sub)field ``name``; a violation if it is not mapped."""
+    top, _, sub = name.partition(".")
+    spec = mapping.get("properties", {}).get(top, {})
+    if sub:
+        spec = spec.get("fields", {}).get(sub, {})
+    if spec.get("type") != "text":
+        raise Violation(f"{name!r} is not a mapped text field (a real cluster would silently match nothing)")
+    return top
+
+
 def _lucene_regexp_to_python(value: str) -> re.Pattern[str]:
     # The engine emits only `.`, `.*`, `[...]` and backslash-escapes: Python's syntax for those is the same.
     return re.compile(value)
@@ -112,7 +180,7 @@ def _match(source: dict[str, Any], query: dict[str, Any]) -> bool:
     ((kind, spec),) = query.items()
     if kind == "bool":
         clauses = spec.get("filter", []) + spec.get("must", [])
-        return all(_match(source, c) for c in clauses if "multi_match" not in c)
+        return all(_match(source, c) for c in clauses)
     if kind == "term":
         ((name, value),) = spec.items()
         got = source.get(name)
@@ -138,6 +206,85 @@ def _match(source: dict[str, Any], query: dict[str, Any]) -> bool:
     raise Violation(f"unexpected query clause {kind!r}")
 
 
+def _score_bool(bool_q: dict[str, Any], source: dict[str, Any], mapping: dict[str, Any]) -> float | None:
+    """The score of a document that passed the filters, or None when the bool query does not match it.
+
+    As documented: every ``must`` clause must match; of the ``should`` clauses at least
+    ``minimum_should_match`` must, and that defaults to 0 when ``must`` or ``filter`` is present.
+    """
+    must = [_score_clause(c, source, mapping) for c in bool_q.get("must", [])]
+    should = [_score_clause(c, source, mapping) for c in bool_q.get("should", [])]
+    if any(s is None for s in must):
+        return None
+    default_msm = 0 if bool_q.get("must") or bool_q.get("filter") else 1
+    msm = bool_q.get("minimum_should_match", default_msm)
+    if not isinstance(msm, int) or isinstance(msm, bool):
+        raise Violation("the engine sends minimum_should_match as an integer")
+    if sum(1 for s in should if s is not None) < msm:
+        return None
+    return float(sum(s for s in must + should if s is not None))
+
+
+def _score_clause(clause: dict[str, Any], source: dict[str, Any], mapping: dict[str, Any]) -> float | None:
+    if len(clause) != 1:
+        raise Violation(f"a query clause has exactly one key, got {list(clause)}")
+    ((kind, spec),) = clause.items()
+    if kind == "multi_match":
+        return _score_multi_match(spec, source, mapping)
+    if kind == "constant_score":
+        if set(spec) - {"filter", "boost", "_name"} or "filter" not in spec:
+            raise Violation("constant_score takes filter (required), boost and _name")
+        boost = spec.get("boost", 1.0)
+        if not isinstance(boost, int | float) or isinstance(boost, bool) or boost < 0:
+            raise Violation("constant_score.boost must be a non-negative number")
+        return float(boost) if _matches_query(spec["filter"], source, mapping) else None
+    raise Violation(f"unexpected scoring clause {kind!r}")
+
+
+def _score_multi_match(spec: dict[str, Any], source: dict[str, Any], mapping: dict[str, Any]) -> float | None:
+    if not isinstance(spec.get("query"), str) or not spec["query"].strip():
+        raise Violation("multi_match needs a query string")
+    if spec.get("type", "best_fields") not in MULTI_MATCH_TYPES:
+        raise Violation(f"unknown multi_match type {spec.get('type')!r}")
+    fields = spec.get("fields")
+    if not isinstance(fields, list) or not fields:
+        raise Violation("multi_match needs a list of fields")
+    words = set(_tokens(spec["query"]))
+    total = 0.0
+    for entry in fields:
+        m = _FIELD_BOOST.fullmatch(entry) if isinstance(entry, str) else None
+        if m is None:
+            raise Violation(f"multi_match field {entry!r} is not <field> or <field>^<boost>")
+        value = source.get(_mapped_text_field(mapping, m.group(1))) or ""
+        total += float(m.group(2) or 1.0) * len(words & set(_tokens(value)))
+    return total or None
+
+
+def _matches_query(query: dict[str, Any], source: dict[str, Any], mapping: dict[str, Any]) -> bool:
+    """Filter-context evaluation of a ``match`` (with or without fuzziness) inside ``constant_score``."""
+    if list(query) != ["match"] or len(query["match"]) != 1:
+        raise Violation("the engine wraps exactly one single-field match in constant_score")
+    ((fname, spec),) = query["match"].items()
+    if not isinstance(spec, dict) or set(spec) - MATCH_KEYS:
+        raise Violation(f"match parameters must be among the documented ones, got {spec!r}")
+    if not isinstance(spec.get("query"), str) or not spec["query"].strip():
+        raise Violation("match needs a query string")
+    if "fuzzy_rewrite" in spec and not _FUZZY_REWRITE.fullmatch(str(spec["fuzzy_rewrite"])):
+        raise Violation(f"fuzzy_rewrite {spec['fuzzy_rewrite']!r} is not a documented rewrite method")
+    prefix = spec.get("prefix_length", 0)
+    if not isinstance(prefix, int) or isinstance(prefix, bool) or prefix < 0:
+        raise Violation("prefix_length must be a non-negative integer")
+    if not isinstance(spec.get("fuzzy_transpositions", True), bool):
+        raise Violation("fuzzy_transpositions must be a boolean")
+    doc_tokens = set(_tokens(source.get(_mapped_text_field(mapping, fname)) or ""))
+    for term in _tokens(spec["query"]):
+        edits = fuzzy_edits(spec.get("fuzziness", 0), term)
+        for token in doc_tokens:
+            if token[:prefix] == term[:prefix] and _edit_distance(term, token) <= edits:
+                return True
+    return False
+
+
 class _Handler(BaseHTTPRequestHandler):
     standin: OpenSearchStandIn  # set on the subclass made per server
 
@@ -146,12 +293,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _respond(self, status: int, payload: dict[str, Any] | None) -> None:
         data = json.dumps(payload).encode() if payload is not None else b""
-        self.send_response(status)
-        self.send_header("content-type", "application/json; charset=UTF-8")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json; charset=UTF-8")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client timed out and hung up (the timeout test does that on purpose)
 
     def _handle(self) -> None:
         st = self.standin
@@ -248,18 +398,28 @@ class _Handler(BaseHTTPRequestHandler):
         if name in st.indices:
             return _error("resource_already_exists_exception", f"index [{name}] already exists", 400)
         spec = json.loads(body)
-        props = spec.get("mappings", {}).get("properties", {})
+        if set(spec) - {"settings", "mappings", "aliases"}:
+            raise Violation(f"unknown index-creation keys {set(spec) - {'settings', 'mappings', 'aliases'}}")
+        mappings = spec.get("mappings", {})
+        if mappings.get("dynamic") != "strict":
+            raise Violation("the mapping must be strict (dynamic: strict)")
+        if "_meta" in mappings and not isinstance(mappings["_meta"], dict):
+            raise Violation("mappings._meta must be an object")
+        props = mappings.get("properties", {})
         for fname, ftype in REQUIRED_MAPPING_TYPES.items():
             if props.get(fname, {}).get("type") != ftype:
                 raise Violation(f"mapping of {fname!r} must be {ftype}")
-        subfields = props["content"].get("fields", {})
-        if subfields.get("english", {}).get("analyzer") != "english":
+        if props["content"].get("fields", {}).get("english", {}).get("analyzer") != "english":
             raise Violation("content needs an english subfield")
-        ngram = subfields.get("ngram", {}).get("analyzer")
-        analysis = spec.get("settings", {}).get("analysis", {})
-        if ngram not in analysis.get("analyzer", {}):
-            raise Violation("content.ngram must use an analyzer defined in settings.analysis")
-        st.indices[name] = {"mapping": spec["mappings"], "docs": {}}
+        defined = set(spec.get("settings", {}).get("analysis", {}).get("analyzer", {}))
+        for fname, fspec in props.items():
+            for label, sub in [(fname, fspec)] + [(f"{fname}.{k}", v) for k, v in fspec.get("fields", {}).items()]:
+                analyzer = sub.get("analyzer")
+                if analyzer is not None and analyzer not in BUILT_IN_ANALYZERS | defined:
+                    raise Violation(f"{label} uses analyzer {analyzer!r}, neither built in nor in settings.analysis")
+                if analyzer is not None and sub.get("type") != "text":
+                    raise Violation(f"{label}: only text fields take an analyzer")
+        st.indices[name] = {"mapping": mappings, "docs": {}}
         return 200, {"acknowledged": True, "shards_acknowledged": True, "index": name}
 
     def _bulk(self, body: bytes) -> tuple[int, dict[str, Any]]:
@@ -285,10 +445,11 @@ class _Handler(BaseHTTPRequestHandler):
             for fname, ftype in REQUIRED_SOURCE_FIELDS.items():
                 if fname not in source or not isinstance(source[fname], ftype):
                     raise Violation(f"source line lacks a valid {fname!r}")
+            unmapped = set(source) - set(st.indices[name]["mapping"].get("properties", {}))
+            if unmapped:
+                raise Violation(f"fields {unmapped} are not in the strict mapping of {name!r}")
             if set(source) - set(REQUIRED_SOURCE_FIELDS):
-                raise Violation(
-                    f"unknown fields {set(source) - set(REQUIRED_SOURCE_FIELDS)} (mapping is strict)"
-                )
+                raise Violation(f"unexpected fields {set(source) - set(REQUIRED_SOURCE_FIELDS)}")
             if source["chunk_id"] != doc_id:
                 raise Violation("_id must be the chunk_id")
             if doc_id in st.reject_ids:
@@ -325,27 +486,25 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _search(self, names: list[str], payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         query = payload.get("query", {})
-        bool_q = query.get("bool")
-        if not bool_q or list(query) != ["bool"]:
+        if list(query) != ["bool"]:
             raise Violation("search must be a bool query")
-        must = bool_q.get("must", [])
-        if len(must) != 1 or "multi_match" not in must[0]:
-            raise Violation("bool.must must hold exactly one multi_match")
-        mm = must[0]["multi_match"]
-        if not mm.get("query") or not mm.get("fields"):
-            raise Violation("multi_match needs query and fields")
+        bool_q = query["bool"]
+        if set(bool_q) - BOOL_KEYS:
+            raise Violation(f"unknown bool keys {set(bool_q) - BOOL_KEYS}")
         filters = bool_q.get("filter", [])
         if not any("terms" in f and "project" in f["terms"] for f in filters):
             raise Violation("bool.filter must restrict project")
-        words = {w.lower() for w in mm["query"].split()}
+        scoring = bool_q.get("must", []) + bool_q.get("should", [])
+        if sum(1 for c in scoring if "multi_match" in c) != 1:
+            raise Violation("the bool query must hold exactly one multi_match (in must or should)")
         hits = []
         for name in names:
+            mapping = self.standin.indices[name]["mapping"]
             for doc_id, source in self.standin.docs(name).items():
                 if not all(_match(source, f) for f in filters):
                     continue
-                text = " ".join((source["content"], source["section"], source["breadcrumb"])).lower()
-                score = float(sum(1 for w in words if w in text))
-                if score:
+                score = _score_bool(bool_q, source, mapping)
+                if score is not None:
                     hits.append(
                         {
                             "_index": name,

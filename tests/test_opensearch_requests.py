@@ -3,26 +3,32 @@
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import re
 import socket
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from shared.config import Settings
+from shared.search import tantivy_index
 from shared.search.lexical import LexicalDoc, LexicalFilters, LexicalQuery, LexicalUnavailable
 from shared.search.lexical_factory import get_lexical_index, reset_lexical_indexes
 from shared.search.opensearch_index import (
+    ALL_INDICES,
+    INDEX_BODY,
+    MAPPING_VERSION,
     MAX_QUERY_TOKENS,
     OpenSearchLexicalIndex,
     bounded_query_text,
     glob_to_lucene_regexp,
     index_name,
 )
-from tests.opensearch_standin import OpenSearchStandIn, Recorded, _check_index_name, serve
+from tests.opensearch_standin import OpenSearchStandIn, Recorded, _check_index_name, fuzzy_edits, serve
 
 WRITE_ENDPOINTS = ("_bulk", "_refresh", "_delete_by_query")
 
@@ -63,6 +69,17 @@ def doc(chunk_id: str, project: str, content: str, **kw: object) -> LexicalDoc:
 def requests_to(st: OpenSearchStandIn, endpoint: str) -> list[Recorded]:
     """Recorded requests whose path ends with ``endpoint``."""
     return [r for r in st.requests if r.path.rstrip("/").endswith(endpoint)]
+
+
+def sent_query(st: OpenSearchStandIn, nth: int = -1) -> dict[str, Any]:
+    """The ``bool`` query of the ``nth`` recorded ``_search``."""
+    return json.loads(requests_to(st, "_search")[nth].body)["query"]["bool"]
+
+
+def multi_match(bool_q: dict[str, Any]) -> dict[str, Any]:
+    """The one ``multi_match`` of a sent bool query."""
+    (mm,) = [c["multi_match"] for c in bool_q.get("must", []) + bool_q.get("should", []) if "multi_match" in c]
+    return mm
 
 
 # --- writes ------------------------------------------------------------------------------------
@@ -135,7 +152,7 @@ def test_delete_chunks_spans_every_project_index(
 ) -> None:
     engine.upsert([doc("a1", "a", "x"), doc("b1", "b", "x"), doc("b2", "b", "x")])
     engine.delete_chunks(["a1", "b1"])
-    assert requests_to(standin, "_delete_by_query")[0].path == "/vault-*/_delete_by_query"
+    assert requests_to(standin, "_delete_by_query")[0].path == f"/{ALL_INDICES}/_delete_by_query"
     assert engine.count() == 1 and engine.count("b") == 1
 
 
@@ -225,12 +242,203 @@ def test_search_never_returns_other_projects(
 def test_huge_query_text_is_bounded(standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex) -> None:
     text = " ".join(f"w{i}-x" for i in range(30_000)) + "漢" * 50_000
     engine.search(LexicalQuery(text=text, projects=["a"]))
-    sent = json.loads(requests_to(standin, "_search")[0].body)["query"]["bool"]["must"][0]["multi_match"][
-        "query"
-    ]
+    sent = multi_match(sent_query(standin))["query"]
     assert len(re.findall(r"\w+", sent)) <= MAX_QUERY_TOKENS
     assert bounded_query_text('+ : " AND') == "AND"
     assert bounded_query_text("漢" * 1000) == "漢" * 64  # a long word is cut, not sent whole
+
+
+# --- parity with Tantivy: identifier words, field weights, typo tolerance -----------------------
+
+
+def test_index_mapping_is_versioned_and_has_the_identifier_field(
+    standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex
+) -> None:
+    engine.upsert([doc("c1", "p", "x")])
+    (create,) = [r for r in standin.requests if r.method == "PUT"]
+    assert create.path == f"/{index_name('p')}" and f"_v{MAPPING_VERSION}-" in create.path
+    mappings = json.loads(create.body)["mappings"]
+    assert mappings["_meta"] == {"poimen_mapping_version": MAPPING_VERSION}
+    assert mappings["properties"]["identifier_parts"] == {"type": "text", "analyzer": "english"}
+
+
+def test_upsert_sends_the_camel_case_words_of_identifiers(
+    standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex
+) -> None:
+    engine.upsert(
+        [
+            doc("c1", "p", "Alert KubePodCrashLooping fires; etcdServerDown too; max_connections is fine"),
+            doc("c2", "p", "plain words only"),
+        ]
+    )
+    stored = standin.docs(index_name("p"))
+    assert stored["c1"]["identifier_parts"] == "Kube Pod Crash Looping etcd Server Down"
+    assert stored["c2"]["identifier_parts"] == ""
+
+
+def test_the_words_of_an_identifier_find_it(standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex) -> None:
+    engine.upsert(
+        [
+            doc("alert", "p", "KubePodCrashLooping fired in staging"),
+            doc("cart", "p", "the crash cart is in the hall"),
+        ]
+    )
+    hits = engine.search(LexicalQuery(text="pod crash looping", projects=["p"]))
+    assert [h.chunk_id for h in hits] == ["alert", "cart"]
+
+
+def test_searched_fields_and_weights_are_tantivys(
+    standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex
+) -> None:
+    engine.upsert([doc("c1", "p", "x")])
+    engine.search(LexicalQuery(text="x", projects=["p"]))
+    weights: dict[str, float] = {}
+    for entry in multi_match(sent_query(standin))["fields"]:
+        name, _, boost = entry.partition("^")
+        top, _, sub = name.partition(".")
+        spec = INDEX_BODY["mappings"]["properties"][top]
+        # Tantivy analyses every searched field with its English stemmer (en_stem).
+        assert (spec["fields"][sub] if sub else spec)["analyzer"] == "english", name
+        weights[top] = float(boost or 1.0)
+    assert weights == {f.name: f.boost for f in tantivy_index.TEXT_FIELDS}
+    assert all(f.tokenizer == "en_stem" for f in tantivy_index.TEXT_FIELDS)
+
+
+def test_fuzzy_words_become_constant_score_clauses_scored_as_in_tantivy(
+    standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex
+) -> None:
+    words = ("KubePodCrashLoopng", "OOM", "E0308", "kubepodcrashloopng", *(f"Ident{i}Name" for i in range(12)))
+    engine.search(
+        LexicalQuery(text="KubePodCrashLoopng", projects=["p"], fuzzy=words, filters=LexicalFilters(levels=(2,)))
+    )
+    bool_q = sent_query(standin)
+    assert bool_q["minimum_should_match"] == 1
+    assert {"terms": {"level": [2]}} in bool_q["filter"]
+    clauses = [c["constant_score"] for c in bool_q["should"] if "constant_score" in c]
+    assert len(clauses) == tantivy_index.MAX_FUZZY_TERMS
+    sent = []
+    for clause in clauses:
+        assert clause["boost"] == tantivy_index.FUZZY_BOOST
+        ((field, spec),) = clause["filter"]["match"].items()
+        assert field.split(".")[0] in tantivy_index.FUZZY_FIELDS and field == "content.english"
+        assert spec["fuzzy_rewrite"] == "constant_score" and spec["prefix_length"] == 0
+        assert spec["fuzzy_transpositions"] is True  # tantivy counts a transposition as one edit
+        # Tantivy: one edit, two for terms of 10+ characters; shorter terms are never sent.
+        for n in range(tantivy_index.MIN_FUZZY_CHARS, 30):
+            assert fuzzy_edits(spec["fuzziness"], "x" * n) == (2 if n >= 10 else 1), n
+        sent.append(spec["query"])
+    # Short words are left out (as Tantivy leaves out short terms), repeats once, in query order.
+    assert sent[:2] == ["KubePodCrashLoopng", "E0308"]
+    assert "OOM" not in sent and len({w.lower() for w in sent}) == len(sent)
+
+
+def test_a_mistyped_identifier_finds_its_runbook_only_with_fuzzy(
+    standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex
+) -> None:
+    engine.upsert(
+        [doc("runbook", "p", "KubePodCrashLooping: the pod restarts again"), doc("other", "p", "disk full")]
+    )
+    typo = "KubePodCrashLoopng"
+    assert engine.search(LexicalQuery(text=typo, projects=["p"])) == []
+    hits = engine.search(LexicalQuery(text=typo, projects=["p"], fuzzy=(typo,)))
+    assert [(h.chunk_id, h.score) for h in hits] == [("runbook", tantivy_index.FUZZY_BOOST)]
+    # Exact words still outrank a typo match by more than the constant fuzzy score.
+    both = engine.search(LexicalQuery(text="pod restarts " + typo, projects=["p"], fuzzy=(typo,)))
+    assert [h.chunk_id for h in both] == ["runbook"] and both[0].score > tantivy_index.FUZZY_BOOST
+
+
+def test_filters_alone_never_match(standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex) -> None:
+    engine.upsert([doc("c1", "p", "disk full", level=2)])
+    query = LexicalQuery(text="nothing related", projects=["p"], filters=LexicalFilters(levels=(2,)))
+    assert engine.search(query) == []
+    assert engine.search(LexicalQuery(text="nothing related", projects=["p"], fuzzy=("unrelated",))) == []
+
+
+def _legacy_index(standin: OpenSearchStandIn, project: str, chunk_id: str) -> str:
+    """A mapping-version-1 index of ``project`` holding one chunk, as an older release left it."""
+    name = "vault-" + project
+    legacy_props = {k: v for k, v in INDEX_BODY["mappings"]["properties"].items() if k != "identifier_parts"}
+    source = {
+        "chunk_id": chunk_id,
+        "project": project,
+        "source": "runbooks/old.md",
+        "breadcrumb": "",
+        "section": "",
+        "content": "restart the runner",
+        "level": 1,
+        "tags": [],
+        "updated_at": None,
+    }
+    standin.indices[name] = {"mapping": {"dynamic": "strict", "properties": legacy_props}, "docs": {chunk_id: source}}
+    return name
+
+
+def test_indices_of_the_old_mapping_are_neither_searched_nor_touched(
+    standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex
+) -> None:
+    legacy = _legacy_index(standin, "p", "old")
+    engine.upsert([doc("new", "p", "restart the runner")])
+    assert [h.chunk_id for h in engine.search(LexicalQuery(text="restart", projects=["p"]))] == ["new"]
+    engine.delete_chunks(["old", "new"])
+    engine.delete_sources("p", ["runbooks/old.md"])
+    assert engine.count() == 0 and engine.count("p") == 0
+    assert list(standin.docs(legacy)) == ["old"]
+    assert all(legacy not in r.path for r in standin.requests)
+
+
+def test_reindex_lexical_rebuilds_a_project_into_the_new_index(
+    standin: OpenSearchStandIn, settings: Settings, project_name: str
+) -> None:
+    # The documented upgrade path: the chunk rows in PostgreSQL are the truth; reindex_lexical fills the
+    # versioned index from them and leaves the old index alone (to be deleted by the operator).
+    from shared.db.engine import session_scope
+    from shared.db.models import ChunkRow, Document, Project
+    from shared.evaluation.corpus import reindex_lexical
+
+    texts = ["KubePodCrashLooping: the pod restarts again", "Check the node's disk pressure first"]
+    with session_scope() as session:
+        project = Project(name=project_name)
+        session.add(project)
+        session.flush()
+        document = Document(project_id=project.id, path="runbooks/pods.md", content_sha="0" * 64, title="Pods")
+        session.add(document)
+        session.flush()
+        for i, text in enumerate(texts):
+            session.add(
+                ChunkRow(
+                    id=f"{project_name}-{i}",
+                    document_id=document.id,
+                    project_id=project.id,
+                    source="runbooks/pods.md",
+                    ordinal=i,
+                    level=1,
+                    breadcrumb="runbooks > Pods",
+                    section_title="Pods",
+                    anchor="pods",
+                    text=text,
+                    token_count=len(text.split()),
+                    start_line=i + 1,
+                    end_line=i + 1,
+                    text_sha=hashlib.sha256(text.encode()).hexdigest(),
+                    tags=[],
+                )
+            )
+    legacy = _legacy_index(standin, project_name, "old")
+    os_settings = settings.model_copy(
+        update={"opensearch_url": standin.url, "opensearch_user": standin.user, "opensearch_password": standin.password}
+    )
+    reset_lexical_indexes()
+    try:
+        assert reindex_lexical(project_name, os_settings) == 2
+        engine = get_lexical_index(os_settings)
+        assert engine.name == "opensearch" and engine.count(project_name) == 2
+        hits = engine.search(LexicalQuery(text="pod crash looping", projects=[project_name]))
+        assert hits[0].chunk_id == f"{project_name}-0"
+        stored = standin.docs(index_name(project_name))
+        assert stored[f"{project_name}-0"]["identifier_parts"] == "Kube Pod Crash Looping"
+        assert list(standin.docs(legacy)) == ["old"]
+    finally:
+        reset_lexical_indexes()
 
 
 # --- counts, health, failures ------------------------------------------------------------------
@@ -295,7 +503,8 @@ def test_factory_builds_opensearch_when_configured(standin: OpenSearchStandIn) -
 def test_index_names_are_valid_and_distinct(project: str) -> None:
     name = index_name(project)
     _check_index_name(name)
-    assert name.startswith("vault-")
+    assert fnmatch.fnmatchcase(name, ALL_INDICES)
+    assert not fnmatch.fnmatchcase(name, "vault-*")  # the mapping-version-1 names, left to be deleted
     assert index_name(project.lower()) != name or project == project.lower()
 
 

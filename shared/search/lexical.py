@@ -7,6 +7,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from shared.search.normalise import camel_case_parts
+
+# What every backend indexes and weighs alike, so one query ranks the same on each; the values were
+# chosen by `mem eval` (docs/evaluation.md, "Quality work").
+# The words of the chunk's CamelCase identifiers, searched beside the chunk text with this weight.
+IDENTIFIER_PARTS_FIELD = "identifier_parts"
+IDENTIFIER_PARTS_BOOST = 1.0
+# LexicalQuery.fuzzy: each term of at least MIN_FUZZY_CHARS characters matches one edit away (two
+# edits from TWO_EDITS_MIN_CHARS), at most MAX_FUZZY_TERMS of them, each adding FUZZY_BOOST flat.
+FUZZY_BOOST = 0.5
+MIN_FUZZY_CHARS = 5
+TWO_EDITS_MIN_CHARS = 10
+MAX_FUZZY_TERMS = 8
+
 
 class LexicalUnavailable(RuntimeError):
     """The lexical engine cannot answer (down, misconfigured, timed out)."""
@@ -104,3 +118,8 @@ def validate_lexical_doc(doc: LexicalDoc) -> None:
         raise ValueError(f"LexicalDoc.level must be an int (chunk {doc.chunk_id!r})")
     if doc.updated_at is not None and not isinstance(doc.updated_at, datetime):
         raise ValueError(f"LexicalDoc.updated_at must be a datetime or None (chunk {doc.chunk_id!r})")
+
+
+def identifier_parts(doc: LexicalDoc) -> str:
+    """The :data:`IDENTIFIER_PARTS_FIELD` value of ``doc``, computed here so every backend indexes the same words."""
+    return camel_case_parts(doc.content)

@@ -1,8 +1,12 @@
-"""The server lexical engine: OpenSearch, one index per project (``vault-<project>``).
+"""The server lexical engine: OpenSearch, one index per project (``vault_v2-<project>``).
 
 Writes use the service credentials from the settings (basic auth); searches forward the caller's
 JWT (``LexicalQuery.bearer_token``) so OpenSearch's own security plugin can enforce the JWT realm.
 Every search also filters on the ``project`` keyword, so isolation never rests on index names alone.
+
+Index names carry :data:`MAPPING_VERSION`: after a mapping change the service writes and searches new
+indices only, and an operator fills them from the database with
+:func:`shared.evaluation.corpus.reindex_lexical` (docs/architecture.md, "OpenSearch parity").
 """
 
 from __future__ import annotations
@@ -21,16 +25,27 @@ from opensearchpy.helpers.errors import BulkIndexError
 
 from shared.search.glob import glob_to_regex
 from shared.search.lexical import (
+    FUZZY_BOOST,
+    IDENTIFIER_PARTS_BOOST,
+    IDENTIFIER_PARTS_FIELD,
+    MAX_FUZZY_TERMS,
+    MIN_FUZZY_CHARS,
+    TWO_EDITS_MIN_CHARS,
     LexicalDoc,
     LexicalFilters,
     LexicalHit,
     LexicalQuery,
     LexicalUnavailable,
+    identifier_parts,
     validate_lexical_doc,
 )
 
 BACKEND_NAME = "opensearch"
-INDEX_PREFIX = "vault-"
+# Raise it with every INDEX_BODY change an existing index cannot take (a new field, another analyzer).
+# Version 1 named indices ``vault-<project>``; the underscore keeps every ``vault-*`` pattern (old
+# releases' deletes, an operator's clean-up) off the new indices, and theirs off ours.
+MAPPING_VERSION = 2
+INDEX_PREFIX = f"vault_v{MAPPING_VERSION}-"
 ALL_INDICES = INDEX_PREFIX + "*"
 MAX_LIMIT = 1000
 BULK_CHUNK_DOCS = 500
@@ -38,53 +53,47 @@ BULK_CHUNK_BYTES = 10 * 1024 * 1024
 TERMS_BATCH = 1024
 
 # OpenSearch (Lucene 9) rejects a query with more than 1024 leaf clauses in total, and
-# multi_match makes one clause per term per field; these caps keep a pasted log excerpt below it.
+# multi_match makes one clause per term per field; these caps keep a pasted log excerpt below it
+# (200 tokens x 2 fields, plus at most 8 fuzzy words of at most 32 terms each, one leaf per term
+# since the constant_score rewrite does not expand them into clauses).
 MAX_QUERY_WORDS = 64
 MAX_QUERY_TOKENS = 200
 MAX_QUERY_WORD_CHARS = 64
 _IDEOGRAPH = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _WORD = re.compile(r"\w+")
 
-# The same fields as Tantivy: the chunk's own text (which starts with its heading). Searching section and
-# breadcrumb too repeats a document's title words in every chunk; `mem eval` showed it hurts (see
-# shared/search/tantivy_index.py TEXT_FIELDS).
-SEARCH_FIELDS: tuple[str, ...] = (
-    "content",
-    "content.english",
+# The fields and weights of Tantivy's TEXT_FIELDS: the chunk's own text, stemmed (it starts with its heading;
+# searching section and breadcrumb too repeats a document's title words in every chunk, which `mem eval`
+# showed hurts), and the words of its CamelCase identifiers. The unstemmed ``content`` is not searched:
+# Tantivy has no such field, and most_fields would count every exact word twice.
+TEXT_FIELD_BOOSTS: tuple[tuple[str, float], ...] = (
+    ("content.english", 1.0),
+    (IDENTIFIER_PARTS_FIELD, IDENTIFIER_PARTS_BOOST),
 )
+SEARCH_FIELDS: tuple[str, ...] = tuple(
+    name if boost == 1.0 else f"{name}^{boost:g}" for name, boost in TEXT_FIELD_BOOSTS
+)
+# Typos are matched in the stemmed chunk text, as Tantivy does. ``AUTO:<low>,<high>`` is applied to each
+# analysed term: exact below low, one edit below high, two from high, which is Tantivy's rule; a word
+# shorter than MIN_FUZZY_CHARS is left out whole, as Tantivy leaves out such terms.
+FUZZY_FIELD = "content.english"
+FUZZINESS = f"AUTO:{MIN_FUZZY_CHARS},{TWO_EDITS_MIN_CHARS}"
 
 INDEX_BODY: dict[str, Any] = {
-    "settings": {
-        "analysis": {
-            "tokenizer": {
-                "poimen_trigram": {
-                    "type": "ngram",
-                    "min_gram": 3,
-                    "max_gram": 3,
-                    "token_chars": ["letter", "digit"],
-                }
-            },
-            "analyzer": {
-                "poimen_trigram": {"type": "custom", "tokenizer": "poimen_trigram", "filter": ["lowercase"]}
-            },
-        }
-    },
     "mappings": {
+        "_meta": {"poimen_mapping_version": MAPPING_VERSION},
         "dynamic": "strict",
         "properties": {
             "chunk_id": {"type": "keyword"},
             "project": {"type": "keyword"},
             "source": {"type": "keyword"},
-            # The n-gram subfield is indexed for the identifier-aware matching step; it is not in
-            # SEARCH_FIELDS yet because trigram expansion of a long query overflows the clause limit.
             "content": {
                 "type": "text",
                 "analyzer": "standard",
-                "fields": {
-                    "english": {"type": "text", "analyzer": "english"},
-                    "ngram": {"type": "text", "analyzer": "poimen_trigram"},
-                },
+                "fields": {"english": {"type": "text", "analyzer": "english"}},
             },
+            # Computed client-side by the same function Tantivy uses (lexical.identifier_parts).
+            IDENTIFIER_PARTS_FIELD: {"type": "text", "analyzer": "english"},
             "breadcrumb": {
                 "type": "text",
                 "analyzer": "standard",
@@ -146,6 +155,36 @@ def bounded_query_text(text: str) -> str:
         words.append(word)
         tokens += cost
     return " ".join(words)
+
+
+def fuzzy_clauses(words: Sequence[str]) -> list[dict[str, Any]]:
+    """``bool.should`` clauses matching each of ``words`` within a small edit distance, constant-scored.
+
+    One clause per distinct word, at most :data:`MAX_FUZZY_TERMS`, each adding :data:`FUZZY_BOOST`
+    when any of the word's analysed terms is near a term of the chunk text: the scoring of Tantivy's
+    fuzzy terms. The word is analysed by the cluster (``match``), so its terms are the indexed ones.
+    """
+    clauses: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for word in words:
+        if not isinstance(word, str):
+            continue
+        word = word.strip()[:MAX_QUERY_WORD_CHARS]
+        if len(word) < MIN_FUZZY_CHARS or word.lower() in seen:
+            continue
+        seen.add(word.lower())
+        match = {
+            "query": word,
+            "fuzziness": FUZZINESS,
+            "prefix_length": 0,
+            "fuzzy_transpositions": True,
+            # Every near term counts (as in Tantivy) and none is scored: the clause's score is the boost.
+            "fuzzy_rewrite": "constant_score",
+        }
+        clauses.append({"constant_score": {"filter": {"match": {FUZZY_FIELD: match}}, "boost": FUZZY_BOOST}})
+        if len(clauses) >= MAX_FUZZY_TERMS:
+            break
+    return clauses
 
 
 def _iso(value: datetime) -> str:
@@ -242,6 +281,7 @@ class OpenSearchLexicalIndex:
                         "breadcrumb": doc.breadcrumb,
                         "section": doc.section,
                         "content": doc.content,
+                        IDENTIFIER_PARTS_FIELD: identifier_parts(doc),
                         "level": doc.level,
                         "tags": list(doc.tags),
                         "updated_at": _iso(doc.updated_at) if doc.updated_at else None,
@@ -307,16 +347,21 @@ class OpenSearchLexicalIndex:
         return out
 
     def search_body(self, query: LexicalQuery, projects: Sequence[str], text: str) -> dict[str, Any]:
-        """The ``_search`` body: a bool query, BM25 ``multi_match`` as must, the rest as filters."""
+        """The ``_search`` body: one bool query whose ``should`` holds the BM25 ``multi_match`` and the fuzzy
+        clauses (at least one must match) and whose ``filter`` holds the project and the filters."""
+        should: list[dict[str, Any]] = [
+            {"multi_match": {"query": text, "type": "most_fields", "fields": list(SEARCH_FIELDS)}}
+        ]
+        should.extend(fuzzy_clauses(tuple(query.fuzzy or ())))
         return {
             "size": min(int(query.limit), MAX_LIMIT),
             "_source": ["chunk_id", "project", "source"],
             "track_total_hits": False,
             "query": {
                 "bool": {
-                    "must": [
-                        {"multi_match": {"query": text, "type": "most_fields", "fields": list(SEARCH_FIELDS)}}
-                    ],
+                    "should": should,
+                    # With a filter present OpenSearch would otherwise treat every should clause as optional.
+                    "minimum_should_match": 1,
                     "filter": self._filter_clauses(projects, query.filters),
                 }
             },
