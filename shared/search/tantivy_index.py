@@ -24,14 +24,20 @@ from tantivy import Document, FieldType, Occur, Query
 
 from shared.search.glob import glob_to_regex
 from shared.search.lexical import (
+    FUZZY_BOOST,
+    IDENTIFIER_PARTS_BOOST,
+    IDENTIFIER_PARTS_FIELD,
+    MAX_FUZZY_TERMS,
+    MIN_FUZZY_CHARS,
+    TWO_EDITS_MIN_CHARS,
     LexicalDoc,
     LexicalFilters,
     LexicalHit,
     LexicalQuery,
     LexicalUnavailable,
+    identifier_parts,
     validate_lexical_doc,
 )
-from shared.search.normalise import camel_case_parts
 
 BACKEND_NAME = "tantivy"
 LOCK_FILE_NAME = ".poimen-writer.lock"
@@ -61,14 +67,11 @@ class TextField:
     value: Callable[[LexicalDoc], str]
 
 
-# 0.5 / 1.0 / 2.0 measured: 2.0 helps alert names a little more but costs SciFact 0.06 nDCG@10.
-IDENTIFIER_PARTS_BOOST = 1.0
-# Fuzzy matches (LexicalQuery.fuzzy) add a constant, small score: enough to surface the one runbook
-# a mistyped alert name points to, too little to reorder documents that match the words exactly.
-FUZZY_BOOST = 0.5
+# The identifier boost and the fuzzy constants are shared with OpenSearch (shared.search.lexical).
+# IDENTIFIER_PARTS_BOOST: 0.5 / 1.0 / 2.0 measured; 2.0 helps alert names a little more but costs
+# SciFact 0.06 nDCG@10. FUZZY_BOOST: enough to surface the one runbook a mistyped alert name points
+# to, too little to reorder documents that match the words exactly.
 FUZZY_FIELDS = ("content",)
-MIN_FUZZY_CHARS = 5
-MAX_FUZZY_TERMS = 8
 
 # Only the chunk's own text is searched. Chunks already carry their heading line (and the L0 chunk the
 # document title); searching the section and breadcrumb fields as well repeats the title and folder
@@ -80,7 +83,7 @@ TEXT_FIELDS: tuple[TextField, ...] = (
     # Identifier-aware matching: the words of CamelCase names (KubePodCrashLooping -> kube pod crash
     # loop), so "pod crash looping" finds the runbook while the whole name still matches in `content`.
     # snake_case and kebab-case need no field: the tokenizer already splits on punctuation.
-    TextField("identifier_parts", "en_stem", IDENTIFIER_PARTS_BOOST, lambda d: camel_case_parts(d.content)),
+    TextField(IDENTIFIER_PARTS_FIELD, "en_stem", IDENTIFIER_PARTS_BOOST, identifier_parts),
 )
 
 
@@ -317,7 +320,7 @@ class TantivyLexicalIndex:
                     terms.append(term)
         clauses: list[tuple[Occur, Query]] = []
         for term in terms[:MAX_FUZZY_TERMS]:
-            distance = 2 if len(term) >= 10 else 1
+            distance = 2 if len(term) >= TWO_EDITS_MIN_CHARS else 1
             for field in FUZZY_FIELDS:
                 fuzzy = Query.fuzzy_term_query(self._schema, field, term, distance=distance)
                 clauses.append((Occur.Should, Query.const_score_query(fuzzy, FUZZY_BOOST)))
