@@ -142,13 +142,55 @@ def test_log_without_errors_keeps_only_the_tail() -> None:
 def test_diff_keeps_headers_and_changes_only() -> None:
     original = _read("change.diff")
     out = compress_diff(original)
-    for must in ("diff --git a/src/cache.py b/src/cache.py", "--- a/src/cache.py", "+++ b/src/cache.py",
-                 "@@ -10,13 +10,14 @@ class Cache:", "-        return self.items.get(key)",
-                 "+        self._count(value is not None)", "+A tiny cache with hit counters.", "@@ -40,7 +41,10 @@"):
+    for must in ("diff src/cache.py", "@@ -10,13 +10,14 @@ class Cache:", "-        return self.items.get(key)",
+                 "+        self._count(value is not None)", "+A tiny cache with hit counters.", "@@ -40,7 +41,10 @@",
+                 "diff README.md"):
         assert must in out, must
+    # The four header lines of a file are one line; the blob ids and the ---/+++ repetition go.
+    for gone in ("diff --git", "index 4b1e2c0..9d3f7a1", "--- a/src/cache.py", "+++ b/src/cache.py"):
+        assert gone not in out, gone
     assert "self.capacity = capacity" not in out  # unchanged context
     assert "def __len__" not in out
-    assert count_tokens(out) < 0.7 * count_tokens(original)
+    assert count_tokens(out) < 0.6 * count_tokens(original)
+
+
+def test_diff_repeated_hunk_section_names_go_and_new_renamed_and_deleted_files_say_so() -> None:
+    diff = "\n".join([
+        "diff --git a/app.py b/app.py", "index 1111111..2222222 100644", "--- a/app.py", "+++ b/app.py",
+        "@@ -1,3 +1,3 @@ class App:", " a", "-b", "+B", "@@ -20,3 +20,3 @@ class App:", " c", "-d", "+D",
+        "@@ -40,3 +40,3 @@ def main():", " e", "-f", "+F",
+        "diff --git a/new.txt b/new.txt", "new file mode 100644", "index 0000000..3333333", "--- /dev/null",
+        "+++ b/new.txt", "@@ -0,0 +1 @@", "+hello",
+        "diff --git a/old.txt b/old.txt", "deleted file mode 100644", "index 4444444..0000000", "--- a/old.txt",
+        "+++ /dev/null", "@@ -1 +0,0 @@", "-bye",
+        "diff --git a/x.py b/y.py", "similarity index 90%", "rename from x.py", "rename to y.py",
+        "index 5555555..6666666 100644", "--- a/x.py", "+++ b/y.py", "@@ -1 +1 @@", "-1", "+2",
+    ])
+    out = compress_diff(diff).split("\n")
+    assert out[:2] == ["diff app.py", "@@ -1,3 +1,3 @@ class App:"]
+    assert "@@ -20,3 +20,3 @@" in out  # same section as the hunk before: the name goes
+    assert "@@ -40,3 +40,3 @@ def main():" in out
+    for must in ("diff new.txt", "new file mode 100644", "+hello", "diff old.txt", "deleted file mode 100644",
+                 "-bye", "diff a/x.py b/y.py", "rename from x.py", "rename to y.py", "-1", "+2"):
+        assert must in out, must
+    assert not [line for line in out if line.startswith(("index ", "--- ", "+++ "))]
+
+
+def test_diff_folds_a_moved_block_and_keeps_its_removed_copy() -> None:
+    moved = ["def helper(x):", "    y = x * 2", "    return y + 1"]
+    diff = "\n".join([
+        "diff --git a/a.py b/a.py", "--- a/a.py", "+++ b/a.py", "@@ -1,4 +1,1 @@", " keep",
+        *[f"-{line}" for line in moved],
+        "diff --git a/b.py b/b.py", "--- a/b.py", "+++ b/b.py", "@@ -1,1 +1,5 @@", " other",
+        *[f"+    {line}" for line in moved], "+changed = True",
+    ])
+    out = compress_diff(diff)
+    assert all(f"-{line}" in out for line in moved)
+    assert "+… 3 lines moved from a.py" in out
+    assert "+    def helper(x):" not in out
+    assert "+changed = True" in out
+    unfolded = compress_diff(diff, fold_moves=False)
+    assert "+    def helper(x):" in unfolded and "moved" not in unfolded
 
 
 def test_diff_interior_gaps_are_counted_and_removed_lines_starting_with_dashes_survive() -> None:

@@ -1,8 +1,18 @@
-"""Diff compressor: keep file headers, hunk headers and changed lines; drop unchanged context.
+"""Diff compressor: keep what changed and where; drop unchanged context and header boiler-plate.
 
 Works on ``git diff``, ``git show`` / ``git log -p`` (commit headers and messages are kept) and plain
 unified diffs. Hunks are followed by their line counts from the ``@@ -a,b +c,d @@`` header, so a
 context line is never confused with a commit message line or a removed line that starts with ``--``.
+
+What goes, none of it a changed line:
+
+- unchanged context (a run between two changes of a hunk becomes ``… N unchanged``);
+- a file's four header lines (``diff --git``, ``index``, ``---``, ``+++``) become one
+  ``diff x`` line (``diff a/x b/y`` for a rename; ``new file``, ``deleted file``, ``rename`` and mode lines stay);
+- the section name after a hunk header (``@@ ... @@ def f():``) when the hunk before it in the same
+  file named the same section;
+- a block of three or more added lines that repeats, line for line, a block removed elsewhere in the
+  same diff (a move) becomes ``+… N lines moved from <file>`` (with ``fold_moves``).
 """
 
 from __future__ import annotations
@@ -12,18 +22,26 @@ import re
 from shared.optimizer.outcome import CannotCompress
 
 _INDEX_LINE = re.compile(r"^index [0-9a-f]+\.\.[0-9a-f]+(?: \d+)?$")
-_FILE_HEADER_STARTS = ("diff --git ", "new file mode", "deleted file mode", "old mode", "new mode", "similarity index",
+_GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)$")
+_FILE_HEADER_STARTS = ("new file mode", "deleted file mode", "old mode", "new mode", "similarity index",
                        "rename ", "copy ", "dissimilarity index")
-_UNIFIED = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_UNIFIED = re.compile(r"^(@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@)(.*)$")
+MIN_MOVED_LINES = 3
 
 
-def compress_diff(text: str, *, query: str | None = None) -> str:
-    """Return ``text`` without unchanged context (a run between two changes becomes a one-line count)."""
+def compress_diff(text: str, *, query: str | None = None, fold_moves: bool = True) -> str:
+    """Return ``text`` without unchanged context and with one header line per file."""
     del query  # every changed line matters; there is nothing to rank
     out: list[str] = []
+    # Where each kept changed line sits in ``out``, and which file it belongs to, for the move fold.
+    changed: list[tuple[int, str]] = []
     old_left = new_left = 0
     dropped = 0
     hunks = 0
+    current_file = ""
+    last_section = ""
+    pending_git: tuple[str, str] | None = None  # a "diff --git a/x b/y" line waiting for its ---/+++
+    in_header = False  # between a "diff --git" line and its first hunk
 
     def flush(*, interior: bool = True) -> None:
         # Context before the first and after the last change of a hunk goes silently (the hunk header
@@ -33,7 +51,19 @@ def compress_diff(text: str, *, query: str | None = None) -> str:
             out.append(f"  … {dropped} unchanged")
         dropped = 0
 
-    for line in text.splitlines():
+    def emit_pending() -> None:
+        nonlocal pending_git
+        if pending_git is not None:
+            old, new = pending_git
+            same = old[2:] == new[2:] and old.startswith("a/") and new.startswith("b/")
+            out.append(f"diff {new[2:]}" if same else f"diff {old} {new}")
+            pending_git = None
+
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
         if old_left > 0 or new_left > 0:
             if line.startswith("\\"):  # "\ No newline at end of file" belongs to the hunk, costs nothing
                 out.append(line)
@@ -42,11 +72,13 @@ def compress_diff(text: str, *, query: str | None = None) -> str:
             if tag == "+":
                 new_left -= 1
                 flush()
+                changed.append((len(out), current_file))
                 out.append(line)
                 continue
             if tag == "-":
                 old_left -= 1
                 flush()
+                changed.append((len(out), current_file))
                 out.append(line)
                 continue
             if tag in {" ", ""}:
@@ -59,16 +91,98 @@ def compress_diff(text: str, *, query: str | None = None) -> str:
         match = _UNIFIED.match(line)
         if match:
             flush(interior=False)
+            emit_pending()
+            in_header = False
             hunks += 1
-            old_left = int(match.group(2)) if match.group(2) is not None else 1
-            new_left = int(match.group(4)) if match.group(4) is not None else 1
-            out.append(line)
+            old_left = int(match.group(3)) if match.group(3) is not None else 1
+            new_left = int(match.group(5)) if match.group(5) is not None else 1
+            section = match.group(6).strip()
+            out.append(match.group(1) if section and section == last_section else line)
+            last_section = section
             continue
         flush(interior=False)
-        if _INDEX_LINE.match(line) and out and out[-1].startswith(_FILE_HEADER_STARTS):
-            continue  # blob ids: run-specific noise a reader cannot use
+        git = _GIT_HEADER.match(line)
+        if git:
+            emit_pending()
+            pending_git = (git.group(1), git.group(2))
+            in_header = True
+            current_file = git.group(2)[2:] if git.group(2).startswith("b/") else git.group(2)
+            last_section = ""
+            continue
+        if in_header:
+            if _INDEX_LINE.match(line):
+                continue  # blob ids: run-specific noise a reader cannot use
+            if line.startswith(("--- ", "+++ ")):
+                # The git header already names both sides; ---/+++ only repeat it (or say /dev/null,
+                # which the new/deleted file line says too).
+                continue
+            emit_pending()
+            if not line.startswith(_FILE_HEADER_STARTS):
+                in_header = False
+        elif line.startswith("+++ "):
+            current_file = line[4:].split("\t")[0]
+            current_file = current_file[2:] if current_file.startswith("b/") else current_file
+            last_section = ""
         out.append(line)
     flush(interior=False)
+    emit_pending()
     if hunks == 0:
         raise CannotCompress("no_hunks", "no unified-diff hunk headers found")
+    if fold_moves:
+        out = _fold_moves(out, changed)
     return "\n".join(out)
+
+
+def _fold_moves(out: list[str], changed: list[tuple[int, str]]) -> list[str]:
+    """Replace added lines that repeat, in order, three or more removed lines (indentation ignored)."""
+    runs: list[tuple[str, int, int, str]] = []  # tag, first index in out, last index, file
+    for position, file in changed:
+        tag = out[position][:1]
+        if runs and runs[-1][0] == tag and runs[-1][2] == position - 1 and runs[-1][3] == file:
+            runs[-1] = (tag, runs[-1][1], position, file)
+        else:
+            runs.append((tag, position, position, file))
+    removed: list[tuple[list[str], str]] = []
+    where: dict[str, list[tuple[int, int]]] = {}  # line content -> (removed run, offset)
+    for tag, first, last, file in runs:
+        if tag == "-" and last - first + 1 >= MIN_MOVED_LINES:
+            content = [out[i][1:].strip() for i in range(first, last + 1)]
+            for offset, value in enumerate(content):
+                if value:
+                    where.setdefault(value, []).append((len(removed), offset))
+            removed.append((content, file))
+    if not removed:
+        return out
+    replace: dict[int, tuple[int, str]] = {}
+    for tag, first, last, _file in runs:
+        if tag != "+":
+            continue
+        position = first
+        while position <= last - MIN_MOVED_LINES + 1:
+            best = (0, "")
+            for run, offset in where.get(out[position][1:].strip(), ()):
+                content, file = removed[run]
+                length = 0
+                while (position + length <= last and offset + length < len(content)
+                       and out[position + length][1:].strip() == content[offset + length]):
+                    length += 1
+                if length > best[0]:
+                    best = (length, file)
+            if best[0] >= MIN_MOVED_LINES:
+                replace[position] = (position + best[0] - 1, best[1])
+                position += best[0]
+            else:
+                position += 1
+    if not replace:
+        return out
+    folded: list[str] = []
+    position = 0
+    while position < len(out):
+        if position in replace:
+            end, source = replace[position]
+            folded.append(f"+… {end - position + 1} lines moved from {source}")
+            position = end + 1
+            continue
+        folded.append(out[position])
+        position += 1
+    return folded
