@@ -7,9 +7,12 @@ request strictly and records every deviation in :attr:`OpenSearchStandIn.violati
 accept but silently match nothing with (a query on an unmapped field). It keeps documents and
 applies filters so writes are observable, and it evaluates the query clauses the engine sends
 (``bool`` should/must/filter with ``minimum_should_match``, ``multi_match`` field boosts,
-``constant_score``, ``match`` with ``fuzziness``) on lowercased ``\\w+`` tokens, without stemming or
-BM25: a ``multi_match`` field scores its boost per query token it contains, a ``constant_score``
-its boost. No OpenSearch server can run in CI; the contract suite covers a real one when
+``constant_score``, ``match`` with ``fuzziness``) on the terms the mapping's analyzers make: it checks
+the index's ``settings.analysis`` against the documented definitions (pattern tokenizer; length,
+lowercase and snowball filters; custom analyzers and the names they refer to) and runs them, with the
+built-in ``standard`` and ``english`` analyzers approximated. It does not rank by BM25: a
+``multi_match`` field scores its boost per distinct query term it holds, a ``constant_score`` its
+boost. No OpenSearch server can run in CI; the contract suite covers a real one when
 ``MEM_OPENSEARCH_URL`` is set.
 """
 
@@ -19,11 +22,15 @@ import base64
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+import regex
+import Stemmer
 
 REQUIRED_SOURCE_FIELDS = {
     "chunk_id": str,
@@ -50,9 +57,6 @@ REQUIRED_MAPPING_TYPES = {
     "updated_at": "date",
 }
 _INVALID_INDEX_CHARS = set(' \\/*?"<>|,#:')
-# Analyzers a mapping may name without defining them in settings.analysis (OpenSearch's built-in ones
-# that the engine could plausibly use; see the text and language analyzer pages of the docs).
-BUILT_IN_ANALYZERS = {"standard", "simple", "whitespace", "stop", "keyword", "pattern", "fingerprint", "english"}
 MULTI_MATCH_TYPES = {"best_fields", "most_fields", "cross_fields", "phrase", "phrase_prefix", "bool_prefix"}
 BOOL_KEYS = {"must", "should", "filter", "must_not", "minimum_should_match", "boost", "_name"}
 # The match query's documented parameters.
@@ -66,7 +70,6 @@ _FUZZY_REWRITE = re.compile(
 )
 _FUZZINESS = re.compile(r"[012]|AUTO(?::(\d+),(\d+))?")
 _FIELD_BOOST = re.compile(r"([A-Za-z_][\w.]*)(?:\^(\d+(?:\.\d+)?))?")
-_TOKEN = re.compile(r"\w+")
 
 
 class Violation(Exception):
@@ -155,19 +158,293 @@ def _edit_distance(a: str, b: str) -> int:
     return prev[len(b)]
 
 
-def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
+# --- analysis ------------------------------------------------------------------------------------
+#
+# What an index's ``settings.analysis`` may define, as OpenSearch documents it (analyzers/custom-analyzer,
+# tokenizers/pattern, token-filters/length, lowercase and snowball): the types the stand-in can run, each with
+# its documented parameters. A definition of another type is reported as not emulated rather than guessed.
+
+Analyzer = Callable[[str], list[str]]
+TokenFilter = Callable[[list[str]], list[str]]
+
+ANALYSIS_SECTIONS = {"analyzer", "tokenizer", "filter", "char_filter", "normalizer"}
+CUSTOM_ANALYZER_KEYS = {"type", "tokenizer", "filter", "char_filter", "position_increment_gap"}
+TOKENIZER_PARAMS = {"pattern": {"pattern", "flags", "group"}}
+FILTER_PARAMS = {"length": {"min", "max"}, "lowercase": {"language"}, "snowball": {"language"}}
+# The flags java.util.regex.Pattern knows, as the pattern tokenizer's ``flags`` names them (pipe-separated).
+JAVA_REGEX_FLAGS = {
+    "CANON_EQ", "CASE_INSENSITIVE", "COMMENTS", "DOTALL", "LITERAL", "MULTILINE", "UNICODE_CASE",
+    "UNICODE_CHARACTER_CLASS", "UNIX_LINES",
+}
+LOWERCASE_LANGUAGES = {"greek", "irish", "turkish"}
+SNOWBALL_LANGUAGES = {
+    "Arabic", "Armenian", "Basque", "Catalan", "Danish", "Dutch", "English", "Estonian", "Finnish", "French",
+    "German", "German2", "Hungarian", "Italian", "Irish", "Kp", "Lithuanian", "Lovins", "Norwegian", "Porter",
+    "Portuguese", "Romanian", "Russian", "Spanish", "Swedish", "Turkish",
+}
+# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET, which the built-in ``english`` analyzer removes.
+ENGLISH_STOP_WORDS = frozenset(
+    {
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",
+        "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this",
+        "to", "was", "will", "with",
+    }
+)
+# Lucene's LowerCaseFilter maps each code point with Character.toLowerCase, the one-to-one simple case
+# mapping without context; Python's str.lower() is the full mapping (İ becomes two code points) with the
+# final-sigma rule. Mapped one character at a time the two agree except where the full mapping is longer.
+_SIMPLE_LOWER = {"\u0130": "i"}
+# The standard tokenizer (UAX #29 word breaks), approximated: letters, digits and ``_`` joined by ``.``,
+# ``'`` or ``’`` between them form one token, and every Han ideograph is a token of its own.
+_STANDARD_WORD = regex.compile(r"[\p{IsAlphabetic}\p{N}_]+(?:[.'’][\p{IsAlphabetic}\p{N}_]+)*")
+_HAN_OR_REST = regex.compile(r"\p{Han}|\P{Han}+")
+_POSSESSIVE = regex.compile(r"['’][sS]$")
 
 
-def _mapped_text_field(mapping: dict[str, Any], name: str) -> str:
-    """The source field behind a searchable text (sub)field ``name``; a violation if it is not mapped."""
-    top, _, sub = name.partition(".")
-    spec = mapping.get("properties", {}).get(top, {})
-    if sub:
-        spec = spec.get("fields", {}).get(sub, {})
-    if spec.get("type") != "text":
-        raise Violation(f"{name!r} is not a mapped text field (a real cluster would silently match nothing)")
-    return top
+def _java_lowercase(token: str) -> str:
+    return "".join(_SIMPLE_LOWER.get(c) or (c.lower() if len(c.lower()) == 1 else c) for c in token)
+
+
+def _utf16_length(token: str) -> int:
+    # Lucene measures a term in Java chars (UTF-16 code units), which is what ``length`` compares.
+    return len(token.encode("utf-16-le")) // 2
+
+
+def _standard_tokens(text: str) -> list[str]:
+    return [piece for word in _STANDARD_WORD.findall(text) for piece in _HAN_OR_REST.findall(word)]
+
+
+def _stemmer_filter(algorithm: str) -> TokenFilter:
+    def stem(tokens: list[str]) -> list[str]:
+        # A stemmer per call: PyStemmer objects are not thread-safe, and each request has its own thread.
+        return Stemmer.Stemmer(algorithm).stemWords(tokens)
+
+    return stem
+
+
+def _lowercase(tokens: list[str]) -> list[str]:
+    return [_java_lowercase(t) for t in tokens]
+
+
+def _english(text: str) -> list[str]:
+    # EnglishAnalyzer: standard tokenizer, possessive filter, lowercase, stop words, Porter stemmer.
+    tokens = _lowercase([_POSSESSIVE.sub("", t) for t in _standard_tokens(text)])
+    return _stemmer_filter("porter")([t for t in tokens if t not in ENGLISH_STOP_WORDS])
+
+
+BUILT_IN_TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
+    "standard": _standard_tokens,
+    "whitespace": str.split,
+    "keyword": lambda text: [text] if text else [],
+}
+BUILT_IN_FILTERS: dict[str, TokenFilter] = {"lowercase": _lowercase}
+# Analyzers a mapping may name without defining them (OpenSearch's built-in ones that the stand-in runs;
+# ``standard`` and ``english`` approximately, through the standard tokenizer above).
+BUILT_IN_ANALYZERS: dict[str, Analyzer] = {
+    "standard": lambda text: _lowercase(_standard_tokens(text)),
+    "simple": lambda text: _lowercase(regex.findall(r"\p{L}+", text)),
+    "whitespace": str.split,
+    "keyword": lambda text: [text] if text else [],
+    "english": _english,
+}
+
+
+def _definitions(analysis: dict[str, Any], section: str) -> dict[str, dict[str, Any]]:
+    defs = analysis.get(section, {})
+    if not isinstance(defs, dict):
+        raise Violation(f"settings.analysis.{section} must be an object of named definitions")
+    for name, spec in defs.items():
+        if not isinstance(name, str) or not name:
+            raise Violation(f"settings.analysis.{section} has an empty name")
+        if not isinstance(spec, dict):
+            raise Violation(f"settings.analysis.{section}.{name} must be an object")
+    return defs
+
+
+def _non_negative_int(value: object, label: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise Violation(f"{label} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _check_params(spec: dict[str, Any], allowed: set[str], label: str) -> None:
+    unknown = set(spec) - allowed - {"type"}
+    if unknown:
+        raise Violation(f"{label}: {sorted(unknown)} are not documented parameters of {spec.get('type')!r}")
+
+
+def _tokenizer(name: str, spec: dict[str, Any]) -> Callable[[str], list[str]]:
+    label = f"tokenizer {name!r}"
+    kind = spec.get("type")
+    if kind not in TOKENIZER_PARAMS:
+        raise Violation(f"{label}: type {kind!r} is not emulated (only {sorted(TOKENIZER_PARAMS)})")
+    _check_params(spec, TOKENIZER_PARAMS[kind], label)
+    pattern = spec.get("pattern", r"\W+")
+    if not isinstance(pattern, str) or not pattern:
+        raise Violation(f"{label}: pattern must be a non-empty Java regular expression")
+    flags = spec.get("flags", "")
+    if not isinstance(flags, str) or (flags and set(flags.split("|")) - JAVA_REGEX_FLAGS):
+        raise Violation(f"{label}: flags must be pipe-separated java.util.regex.Pattern flags, got {flags!r}")
+    if flags:
+        raise Violation(f"{label}: the stand-in does not emulate pattern flags ({flags})")
+    group = spec.get("group", -1)
+    if not isinstance(group, int) or isinstance(group, bool) or group < -1:
+        raise Violation(f"{label}: group must be an integer, -1 (split) or a capture group")
+    try:
+        # The `regex` module reads the Java constructs used here alike (\p{IsAlphabetic}, \p{N}, classes).
+        compiled = regex.compile(pattern)
+    except regex.error as exc:
+        raise Violation(f"{label}: pattern {pattern!r} does not compile: {exc}") from exc
+    if group > compiled.groups:
+        raise Violation(f"{label}: group {group} does not exist in {pattern!r}")
+    if group == -1:
+        return lambda text: [t for t in compiled.split(text) if t]
+    return lambda text: [t for t in (m.group(group) for m in compiled.finditer(text)) if t]
+
+
+def _token_filter(name: str, spec: dict[str, Any]) -> TokenFilter:
+    label = f"filter {name!r}"
+    kind = spec.get("type")
+    if kind not in FILTER_PARAMS:
+        raise Violation(f"{label}: type {kind!r} is not emulated (only {sorted(FILTER_PARAMS)})")
+    _check_params(spec, FILTER_PARAMS[kind], label)
+    if kind == "length":
+        low = _non_negative_int(spec.get("min", 0), f"{label}: min")
+        high = _non_negative_int(spec.get("max", 2**31 - 1), f"{label}: max")
+        if low > high:
+            raise Violation(f"{label}: min {low} exceeds max {high}")
+        return lambda tokens: [t for t in tokens if low <= _utf16_length(t) <= high]
+    if kind == "lowercase":
+        if "language" in spec:
+            if spec["language"] not in LOWERCASE_LANGUAGES:
+                raise Violation(f"{label}: language must be one of {sorted(LOWERCASE_LANGUAGES)}")
+            raise Violation(f"{label}: the stand-in does not emulate the {spec['language']} lowercase filter")
+        return _lowercase
+    language = spec.get("language", "English")
+    if language not in SNOWBALL_LANGUAGES:
+        raise Violation(f"{label}: language {language!r} is not a documented snowball language")
+    if language.lower() not in Stemmer.algorithms():
+        raise Violation(f"{label}: the stand-in has no {language} stemmer")
+    # PyStemmer runs libstemmer: the Snowball project's C build of the algorithms Lucene has in Java.
+    return _stemmer_filter(language.lower())
+
+
+class Analysis:
+    """The analyzers of one index: its ``settings.analysis`` checked as documented, and the built-in ones.
+
+    Definitions are checked (and compiled) when the index is created, so a shape a cluster would refuse
+    is a violation of the create request, not of a later search.
+    """
+
+    def __init__(self, analysis: object = None) -> None:
+        """Check ``analysis`` (the ``settings.analysis`` object, or None) and build its analyzers."""
+        if analysis is None:
+            analysis = {}
+        if not isinstance(analysis, dict) or set(analysis) - ANALYSIS_SECTIONS:
+            raise Violation(f"settings.analysis holds only {sorted(ANALYSIS_SECTIONS)}")
+        for section in ("char_filter", "normalizer"):
+            if _definitions(analysis, section):
+                raise Violation(f"the stand-in does not emulate settings.analysis.{section}")
+        tokenizers = {n: _tokenizer(n, s) for n, s in _definitions(analysis, "tokenizer").items()}
+        filters = {n: _token_filter(n, s) for n, s in _definitions(analysis, "filter").items()}
+        self._analyzers: dict[str, Analyzer] = dict(BUILT_IN_ANALYZERS)
+        for name, spec in _definitions(analysis, "analyzer").items():
+            self._analyzers[name] = self._custom(name, spec, tokenizers, filters)
+
+    @staticmethod
+    def _custom(
+        name: str,
+        spec: dict[str, Any],
+        tokenizers: dict[str, Callable[[str], list[str]]],
+        filters: dict[str, TokenFilter],
+    ) -> Analyzer:
+        label = f"analyzer {name!r}"
+        if name.startswith("_"):
+            raise Violation(f"{label}: analyzer names must not start with '_'")
+        if spec.get("type", "custom") != "custom":
+            raise Violation(f"{label}: only custom analyzers are emulated, not type {spec['type']!r}")
+        if set(spec) - CUSTOM_ANALYZER_KEYS:
+            raise Violation(f"{label}: {sorted(set(spec) - CUSTOM_ANALYZER_KEYS)} are not analyzer keys")
+        if "position_increment_gap" in spec:
+            _non_negative_int(spec["position_increment_gap"], f"{label}: position_increment_gap")
+        if spec.get("char_filter"):
+            raise Violation(f"{label}: the stand-in does not emulate character filters")
+        tokenizer_name = spec.get("tokenizer")
+        if not isinstance(tokenizer_name, str):
+            raise Violation(f"{label}: tokenizer (required) must name a tokenizer")
+        tokenizer = tokenizers.get(tokenizer_name) or BUILT_IN_TOKENIZERS.get(tokenizer_name)
+        if tokenizer is None:
+            raise Violation(f"{label}: tokenizer {tokenizer_name!r} is neither defined nor built in")
+        names = spec.get("filter", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise Violation(f"{label}: filter must be a list of token filter names")
+        chain: list[TokenFilter] = []
+        for filter_name in names:
+            token_filter = filters.get(filter_name) or BUILT_IN_FILTERS.get(filter_name)
+            if token_filter is None:
+                raise Violation(f"{label}: token filter {filter_name!r} is neither defined nor built in")
+            chain.append(token_filter)
+
+        def analyze(text: str) -> list[str]:
+            tokens = tokenizer(text)
+            for step in chain:
+                tokens = step(tokens)
+            return tokens
+
+        return analyze
+
+    def get(self, name: object) -> Analyzer:
+        """The analyzer called ``name``; a violation if it is neither defined nor built in."""
+        if not isinstance(name, str) or name not in self._analyzers:
+            raise Violation(f"analyzer {name!r} is neither defined in settings.analysis nor built in")
+        return self._analyzers[name]
+
+
+def analyzer_for(index_body: dict[str, Any], name: str) -> Analyzer:
+    """The analyzer ``name`` as the stand-in runs it for an index created with ``index_body``."""
+    return Analysis(index_body.get("settings", {}).get("analysis")).get(name)
+
+
+def _check_mapping_analyzers(props: dict[str, Any], analysis: Analysis) -> None:
+    for fname, fspec in props.items():
+        for label, sub in [(fname, fspec)] + [(f"{fname}.{k}", v) for k, v in fspec.get("fields", {}).items()]:
+            named = [k for k in ("analyzer", "search_analyzer", "search_quote_analyzer") if k in sub]
+            if named and sub.get("type") != "text":
+                raise Violation(f"{label}: only text fields take an analyzer")
+            if "search_analyzer" in sub and "analyzer" not in sub:
+                raise Violation(f"{label}: analyzer must be set when search_analyzer is set")
+            for key in named:
+                analysis.get(sub[key])
+
+
+@dataclass
+class _Schema:
+    """One index's mapping and analysis: what a query on it is checked and evaluated against."""
+
+    mapping: dict[str, Any]
+    analysis: Analysis
+
+    def text_field(self, name: str) -> tuple[str, dict[str, Any]]:
+        """The source field behind a searchable text (sub)field ``name`` and its mapping."""
+        top, _, sub = name.partition(".")
+        spec = self.mapping.get("properties", {}).get(top, {})
+        if sub:
+            spec = spec.get("fields", {}).get(sub, {})
+        if spec.get("type") != "text":
+            raise Violation(f"{name!r} is not a mapped text field (a real cluster would silently match nothing)")
+        return top, spec
+
+    def index_terms(self, name: str, source: dict[str, Any]) -> list[str]:
+        """The terms indexed for (sub)field ``name`` of ``source``: its ``analyzer`` (default standard)."""
+        top, spec = self.text_field(name)
+        return self.analysis.get(spec.get("analyzer", "standard"))(source.get(top) or "")
+
+    def query_terms(self, name: str, text: str, override: object = None) -> list[str]:
+        """The terms of query ``text`` on ``name``: the query's analyzer, else the field's search analyzer."""
+        _, spec = self.text_field(name)
+        default = spec.get("search_analyzer", spec.get("analyzer", "standard"))
+        chosen = override if override is not None else default
+        return self.analysis.get(chosen)(text)
 
 
 def _lucene_regexp_to_python(value: str) -> re.Pattern[str]:
@@ -206,14 +483,14 @@ def _match(source: dict[str, Any], query: dict[str, Any]) -> bool:
     raise Violation(f"unexpected query clause {kind!r}")
 
 
-def _score_bool(bool_q: dict[str, Any], source: dict[str, Any], mapping: dict[str, Any]) -> float | None:
+def _score_bool(bool_q: dict[str, Any], source: dict[str, Any], schema: _Schema) -> float | None:
     """The score of a document that passed the filters, or None when the bool query does not match it.
 
     As documented: every ``must`` clause must match; of the ``should`` clauses at least
     ``minimum_should_match`` must, and that defaults to 0 when ``must`` or ``filter`` is present.
     """
-    must = [_score_clause(c, source, mapping) for c in bool_q.get("must", [])]
-    should = [_score_clause(c, source, mapping) for c in bool_q.get("should", [])]
+    must = [_score_clause(c, source, schema) for c in bool_q.get("must", [])]
+    should = [_score_clause(c, source, schema) for c in bool_q.get("should", [])]
     if any(s is None for s in must):
         return None
     default_msm = 0 if bool_q.get("must") or bool_q.get("filter") else 1
@@ -225,23 +502,23 @@ def _score_bool(bool_q: dict[str, Any], source: dict[str, Any], mapping: dict[st
     return float(sum(s for s in must + should if s is not None))
 
 
-def _score_clause(clause: dict[str, Any], source: dict[str, Any], mapping: dict[str, Any]) -> float | None:
+def _score_clause(clause: dict[str, Any], source: dict[str, Any], schema: _Schema) -> float | None:
     if len(clause) != 1:
         raise Violation(f"a query clause has exactly one key, got {list(clause)}")
     ((kind, spec),) = clause.items()
     if kind == "multi_match":
-        return _score_multi_match(spec, source, mapping)
+        return _score_multi_match(spec, source, schema)
     if kind == "constant_score":
         if set(spec) - {"filter", "boost", "_name"} or "filter" not in spec:
             raise Violation("constant_score takes filter (required), boost and _name")
         boost = spec.get("boost", 1.0)
         if not isinstance(boost, int | float) or isinstance(boost, bool) or boost < 0:
             raise Violation("constant_score.boost must be a non-negative number")
-        return float(boost) if _matches_query(spec["filter"], source, mapping) else None
+        return float(boost) if _matches_query(spec["filter"], source, schema) else None
     raise Violation(f"unexpected scoring clause {kind!r}")
 
 
-def _score_multi_match(spec: dict[str, Any], source: dict[str, Any], mapping: dict[str, Any]) -> float | None:
+def _score_multi_match(spec: dict[str, Any], source: dict[str, Any], schema: _Schema) -> float | None:
     if not isinstance(spec.get("query"), str) or not spec["query"].strip():
         raise Violation("multi_match needs a query string")
     if spec.get("type", "best_fields") not in MULTI_MATCH_TYPES:
@@ -249,18 +526,18 @@ def _score_multi_match(spec: dict[str, Any], source: dict[str, Any], mapping: di
     fields = spec.get("fields")
     if not isinstance(fields, list) or not fields:
         raise Violation("multi_match needs a list of fields")
-    words = set(_tokens(spec["query"]))
     total = 0.0
     for entry in fields:
         m = _FIELD_BOOST.fullmatch(entry) if isinstance(entry, str) else None
         if m is None:
             raise Violation(f"multi_match field {entry!r} is not <field> or <field>^<boost>")
-        value = source.get(_mapped_text_field(mapping, m.group(1))) or ""
-        total += float(m.group(2) or 1.0) * len(words & set(_tokens(value)))
+        # Each field analyses the query with its own search analyzer, as most_fields does.
+        terms = set(schema.query_terms(m.group(1), spec["query"], spec.get("analyzer")))
+        total += float(m.group(2) or 1.0) * len(terms & set(schema.index_terms(m.group(1), source)))
     return total or None
 
 
-def _matches_query(query: dict[str, Any], source: dict[str, Any], mapping: dict[str, Any]) -> bool:
+def _matches_query(query: dict[str, Any], source: dict[str, Any], schema: _Schema) -> bool:
     """Filter-context evaluation of a ``match`` (with or without fuzziness) inside ``constant_score``."""
     if list(query) != ["match"] or len(query["match"]) != 1:
         raise Violation("the engine wraps exactly one single-field match in constant_score")
@@ -276,8 +553,8 @@ def _matches_query(query: dict[str, Any], source: dict[str, Any], mapping: dict[
         raise Violation("prefix_length must be a non-negative integer")
     if not isinstance(spec.get("fuzzy_transpositions", True), bool):
         raise Violation("fuzzy_transpositions must be a boolean")
-    doc_tokens = set(_tokens(source.get(_mapped_text_field(mapping, fname)) or ""))
-    for term in _tokens(spec["query"]):
+    doc_tokens = set(schema.index_terms(fname, source))
+    for term in schema.query_terms(fname, spec["query"], spec.get("analyzer")):
         edits = fuzzy_edits(spec.get("fuzziness", 0), term)
         for token in doc_tokens:
             if token[:prefix] == term[:prefix] and _edit_distance(term, token) <= edits:
@@ -409,17 +686,12 @@ class _Handler(BaseHTTPRequestHandler):
         for fname, ftype in REQUIRED_MAPPING_TYPES.items():
             if props.get(fname, {}).get("type") != ftype:
                 raise Violation(f"mapping of {fname!r} must be {ftype}")
-        if props["content"].get("fields", {}).get("english", {}).get("analyzer") != "english":
-            raise Violation("content needs an english subfield")
-        defined = set(spec.get("settings", {}).get("analysis", {}).get("analyzer", {}))
-        for fname, fspec in props.items():
-            for label, sub in [(fname, fspec)] + [(f"{fname}.{k}", v) for k, v in fspec.get("fields", {}).items()]:
-                analyzer = sub.get("analyzer")
-                if analyzer is not None and analyzer not in BUILT_IN_ANALYZERS | defined:
-                    raise Violation(f"{label} uses analyzer {analyzer!r}, neither built in nor in settings.analysis")
-                if analyzer is not None and sub.get("type") != "text":
-                    raise Violation(f"{label}: only text fields take an analyzer")
-        st.indices[name] = {"mapping": mappings, "docs": {}}
+        settings = spec.get("settings", {})
+        if not isinstance(settings, dict):
+            raise Violation("settings must be an object")
+        analysis = Analysis(settings.get("analysis"))
+        _check_mapping_analyzers(props, analysis)
+        st.indices[name] = {"mapping": mappings, "analysis": analysis, "docs": {}}
         return 200, {"acknowledged": True, "shards_acknowledged": True, "index": name}
 
     def _bulk(self, body: bytes) -> tuple[int, dict[str, Any]]:
@@ -499,11 +771,12 @@ class _Handler(BaseHTTPRequestHandler):
             raise Violation("the bool query must hold exactly one multi_match (in must or should)")
         hits = []
         for name in names:
-            mapping = self.standin.indices[name]["mapping"]
+            index = self.standin.indices[name]
+            schema = _Schema(index["mapping"], index.get("analysis") or Analysis())
             for doc_id, source in self.standin.docs(name).items():
                 if not all(_match(source, f) for f in filters):
                     continue
-                score = _score_bool(bool_q, source, mapping)
+                score = _score_bool(bool_q, source, schema)
                 if score is not None:
                     hits.append(
                         {
