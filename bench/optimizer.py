@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import csv
 import gzip
 import json
@@ -80,6 +81,8 @@ class Sample:
     kind: str
     must_keep: list[str] = field(default_factory=list)
     checker: Callable[[str, list[str]], int] | None = None  # returns how many must_keep survived
+    query: str | None = None
+    urls: list[str] = field(default_factory=list)  # link targets and bare URLs (text), reported apart
 
 
 @dataclass
@@ -100,6 +103,8 @@ class Row:
     per_input: list[float] = field(default_factory=list)  # retention of each input with must-keep lines
     passthrough: dict[str, int] = field(default_factory=dict)
     detected_as: dict[str, int] = field(default_factory=dict)
+    urls_kept: int = 0
+    urls: int = 0
 
 
 # --- retention checks ---------------------------------------------------------------------------
@@ -124,6 +129,23 @@ def contained_lines(output: str, must_keep: list[str]) -> int:
 def exact_lines(output: str, must_keep: list[str]) -> int:
     present = set(output.split("\n"))
     return sum(1 for line in must_keep if line in present)
+
+
+def diff_lines(output: str, must_keep: list[str]) -> int:
+    """Changed lines and hunk positions that survive. A hunk header counts by its ``@@ -a,b +c,d @@``
+    part (a section name repeated from the hunk before is dropped on purpose); an added line folded
+    into ``+… N lines moved from F`` counts when its removed twin is in the output."""
+    present = set(output.split("\n"))
+    hunks = {line.split(" @@", 1)[0] for line in present if line.startswith("@@ ")}
+    moved = "lines moved from " in output
+    removed = {line[1:].strip() for line in present if line.startswith("-")} if moved else set()
+    kept = 0
+    for line in must_keep:
+        if line.startswith("@@ "):
+            kept += line.split(" @@", 1)[0] in hunks
+        elif line in present or (moved and line.startswith("+") and line[1:].strip() in removed):
+            kept += 1
+    return kept
 
 
 def substrings(output: str, must_keep: list[str]) -> int:
@@ -217,7 +239,12 @@ def loghub_json(data: Path, limit: int | None) -> Iterator[Sample]:
         yield Sample(f"loghub/{path.parent.name}", json.dumps(rows, indent=2), "json", must, json_items)
 
 
-def git_diffs(repo: Path, limit: int | None) -> Iterator[Sample]:
+_FILE_SECTION = re.compile(r"(?m)^(?=diff --git )")
+
+
+def git_diffs(repo: Path, limit: int | None, *, modified_only: bool = False) -> Iterator[Sample]:
+    """One sample per commit (``git show``) and ``git diff HEAD``; with ``modified_only`` only the
+    sections of files that existed before the commit (no new, deleted or binary files)."""
     def run(*args: str) -> str:
         result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, errors="replace")
         return result.stdout if result.returncode == 0 else ""
@@ -226,10 +253,15 @@ def git_diffs(repo: Path, limit: int | None) -> Iterator[Sample]:
     texts = [(f"commit {sha[:10]}", run("show", "--format=commit %H%n%n    %s%n", sha)) for sha in commits]
     texts.append(("git diff HEAD", run("diff", "HEAD")))
     for name, text in texts:
+        if modified_only:
+            sections = _FILE_SECTION.split(text)
+            kept = [sec for sec in sections[1:] if "@@ " in sec
+                    and not re.search(r"^(?:new|deleted) file mode", sec[:400], re.M)]
+            text = "".join([sections[0], *kept]) if kept else ""
         if "@@ " not in text:
             continue
         must = [ln for ln in text.split("\n") if ln.startswith(("@@ ", "+", "-")) and not ln.startswith(("+++ ", "--- "))]
-        yield Sample(name, text, "diff", must, exact_lines)
+        yield Sample(name, text, "diff", must, diff_lines)
 
 
 def own_code(repo: Path, limit: int | None) -> Iterator[Sample]:
@@ -258,42 +290,89 @@ def own_code(repo: Path, limit: int | None) -> Iterator[Sample]:
         yield Sample(str(path.relative_to(repo)), text, "code", must, substrings)
 
 
-def _identifiers(text: str) -> list[str]:
-    fenced = re.sub(r"```.*?```", " ", text, flags=re.S)
-    found = {m.group(0).rstrip(".:/-") for m in _IDENTIFIER.finditer(fenced)}
-    return sorted(token for token in found if _IDENTIFIER_SHAPE.search(token))
+_FENCED = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1", re.S | re.M)
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)  # within one paragraph: spans cross line ends
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+# In prose a word in capitals (CPU, BACKGROUND) is a word; only E-codes (ENOENT) count as codes there.
+_PLAIN_CAPITALS = re.compile(r"^(?!E[A-Z]{3,}$)[A-Z]+s?$|^[a-z]\.[a-z]$")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_LINK_TARGET = re.compile(r"\]\((<[^>\n]*>|[^)\s]+)")
+_BARE_URL = re.compile(r"(?:https?|ftp)://[^\s<>\])`]+")
 
 
-def beir_abstracts(data: Path, limit: int | None) -> Iterator[Sample]:
-    """Scientific abstracts (BEIR SciFact corpus): prose, to show the text compressor where it has room."""
-    corpus = data / "beir" / "scifact" / "corpus.jsonl"
-    if not corpus.exists():
+def text_must_keep(text: str) -> tuple[list[str], list[str]]:
+    """What prose compression must keep, and the URLs (reported apart, as link targets may go to CCR).
+
+    Must keep: every non-blank line of every fenced code block, every inline code span, and every
+    identifier, number and error code of the rest (URLs taken out first, so they do not count twice).
+    A word in capitals only (CPU, BACKGROUND) is not an identifier in prose; ``ENOENT``-style codes are.
+    HTML comments are left out: they are not part of what a reader of the document sees.
+    """
+    must: set[str] = set()
+    for block in _FENCED.finditer(text):
+        must.update(line for line in block.group(0).split("\n")[1:-1] if line.strip())
+    rest = _HTML_COMMENT.sub(" ", _FENCED.sub(" ", text))  # a comment is not part of what a reader sees
+    for paragraph in _PARAGRAPH_BREAK.split(rest):
+        must.update(match.group(0) for match in _INLINE_CODE.finditer(paragraph))
+    urls = {m.strip("<>") for m in _LINK_TARGET.findall(rest)} | {m.rstrip(".,:;") for m in _BARE_URL.findall(rest)}
+    rest = _BARE_URL.sub(" ", _LINK_TARGET.sub("] ", _INLINE_CODE.sub(" ", rest)))
+    found = {m.group(0).rstrip(".:/-") for m in _IDENTIFIER.finditer(rest)}
+    must.update(token for token in found if _IDENTIFIER_SHAPE.search(token) and not _PLAIN_CAPITALS.match(token))
+    return sorted(must), sorted(urls)
+
+
+def _words_of_name(name: str) -> str:
+    """``KubePodCrashLooping`` -> ``kube pod crash looping`` (as bench/alert_names.py builds its queries)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name).lower()
+
+
+def scifact_pairs(data: Path, limit: int | None, *, with_query: bool) -> Iterator[Sample]:
+    """The relevant abstracts of SciFact's test queries, compressed with or without the claim as query."""
+    root = data / "beir" / "scifact"
+    if not (root / "corpus.jsonl").exists():
         return
-    with corpus.open() as handle:
-        for count, line in enumerate(handle):
-            if count >= (limit or 300):
-                break
+    qrels = [line.split() for line in (root / "qrels" / "test.tsv").read_text().splitlines()[1:] if line.strip()]
+    qrels = qrels[:limit]
+    wanted = {doc for _, doc, _ in qrels}
+    docs: dict[str, str] = {}
+    with (root / "corpus.jsonl").open() as handle:
+        for line in handle:
             doc = json.loads(line)
-            text = f"{doc.get('title', '')}\n\n{doc.get('text', '')}"
-            yield Sample(f"scifact/{doc['_id']}", text, "text", _identifiers(text), substrings)
+            if doc["_id"] in wanted:
+                docs[doc["_id"]] = f"{doc.get('title', '')}\n\n{doc.get('text', '')}"
+    queries = {}
+    with (root / "queries.jsonl").open() as handle:
+        for line in handle:
+            row = json.loads(line)
+            queries[row["_id"]] = row["text"]
+    for query_id, doc_id, _ in qrels:
+        if doc_id not in docs:
+            continue
+        text = docs[doc_id]
+        must, urls = text_must_keep(text)
+        yield Sample(f"scifact/{query_id}/{doc_id}", text, "text", must, substrings,
+                     query=queries[query_id] if with_query else None, urls=urls)
 
 
-def runbooks(data: Path, limit: int | None) -> Iterator[Sample]:
+def runbooks(data: Path, limit: int | None, *, with_query: bool) -> Iterator[Sample]:
+    """The runbooks; with ``with_query`` each is compressed for its alert name's words (the query
+    bench/alert_names.py asks for it), as /memory/context and query+project mode always pass one."""
     files = sorted((data / "vaults").glob("*/**/*.md"))
     for path in files[:limit]:
         text = path.read_text(errors="replace")
-        must = _identifiers(text)
-        yield Sample(f"{path.parent.parent.name}/{path.name}", text, "text", must, substrings)
+        must, urls = text_must_keep(text)
+        yield Sample(f"{path.parent.parent.name}/{path.name}", text, "text", must, substrings,
+                     query=_words_of_name(path.stem) if with_query else None, urls=urls)
 
 
 # --- running ------------------------------------------------------------------------------------
 
-COMPRESSORS: dict[str, Callable[[str], str]] = {
-    "log": lambda text: align_dynamic(compress_log(text)).text,
-    "json": lambda text: compress_json(text),
-    "diff": lambda text: compress_diff(text),
-    "code": lambda text: compress_code(text, language="python"),
-    "text": lambda text: compress_text(text),
+COMPRESSORS: dict[str, Callable[[str, str | None], str]] = {
+    "log": lambda text, query: align_dynamic(compress_log(text)).text,
+    "json": lambda text, query: compress_json(text),
+    "diff": lambda text, query: compress_diff(text),
+    "code": lambda text, query: compress_code(text, language="python"),
+    "text": lambda text, query: compress_text(text, query=query),
 }
 
 
@@ -301,12 +380,13 @@ def measure(sample: Sample, row: Row, settings: Settings, store: MemoryCCRStore)
     size_10kb = max(len(sample.text.encode("utf-8", "replace")) / 10240, 1e-9)
     started = time.perf_counter()
     try:
-        compressed = COMPRESSORS[sample.kind](sample.text)
+        compressed = COMPRESSORS[sample.kind](sample.text, sample.query)
     except CannotCompress:
         compressed = sample.text
     compressor_ms = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
-    result = optimize_chunks([InputChunk(sample.text, id=sample.name)], settings=settings, store=store)
+    result = optimize_chunks([InputChunk(sample.text, id=sample.name)], query=sample.query, settings=settings,
+                             store=store)
     pipeline_ms = (time.perf_counter() - started) * 1000
     chunk = result.chunks[0]
     row.detected_as[chunk.type] = row.detected_as.get(chunk.type, 0) + 1
@@ -325,11 +405,65 @@ def measure(sample: Sample, row: Row, settings: Settings, store: MemoryCCRStore)
         row.kept += kept
         row.must += len(sample.must_keep)
         row.per_input.append(kept / len(sample.must_keep))
+    if sample.urls:
+        row.urls += len(sample.urls)
+        row.urls_kept += sum(1 for url in sample.urls if url in chunk.text)
         if sample.kind == "log":
             tail = sample.text[len(sample.text) - len(chunk.text):] if len(chunk.text) < len(sample.text) else sample.text
             baseline = sample.checker(tail, sample.must_keep)
             row.baseline_kept += baseline
             row.baseline_per_input.append(baseline / len(sample.must_keep))
+
+
+def _load_revision(module: str, revision: str, repo: Path) -> object:
+    """The module ``shared.optimizer.<module>`` as it was at ``revision``, loaded beside today's."""
+    import importlib.util
+
+    source = subprocess.run(["git", "-C", str(repo), "show", f"{revision}:shared/optimizer/{module}.py"],
+                            capture_output=True, text=True, check=True).stdout
+    spec = importlib.util.spec_from_loader(f"baseline_{module}", loader=None)
+    assert spec is not None
+    loaded = importlib.util.module_from_spec(spec)
+    exec(compile(source, f"{revision}:{module}.py", "exec"), loaded.__dict__)  # noqa: S102 - our own history
+    return loaded
+
+
+def compare_speed(args: argparse.Namespace, kinds: set[str], settings: Settings) -> None:
+    """Compressor ms per 10 KB, today's against ``--baseline``'s, interleaved on the same inputs."""
+    del settings
+    cases = [
+        ("text", "compress_text", "runbooks", lambda: runbooks(args.data, args.limit, with_query=False), {}),
+        ("text", "compress_text", "runbooks + query", lambda: runbooks(args.data, args.limit, with_query=True), {}),
+        ("code", "compress_code", "own source (.py)", lambda: own_code(args.repo, args.limit),
+         {"language": "python"}),
+        ("diff", "compress_diff", "own git history", lambda: git_diffs(args.repo, args.limit), {}),
+    ]
+    print(f"\nsame-process speed, {args.baseline} -> working tree (compressor ms per 10 KB, 3 rounds, best of each)")
+    for kind, module, source, samples, extra in cases:
+        if kind not in kinds:
+            continue
+        old = getattr(_load_revision(module, args.baseline, args.repo), module)
+        new = {"compress_text": compress_text, "compress_code": compress_code, "compress_diff": compress_diff}[module]
+        times: dict[str, list[float]] = {"old": [], "new": []}
+        for sample in samples():
+            size = max(len(sample.text.encode("utf-8", "replace")) / 10240, 1e-9)
+            best = {"old": float("inf"), "new": float("inf")}
+            for _ in range(3):
+                for name, function in (("old", old), ("new", new)):
+                    kwargs = dict(extra)
+                    if kind == "text" and name == "new":
+                        kwargs["query"] = sample.query
+                    started = time.perf_counter()
+                    with contextlib.suppress(CannotCompress):
+                        function(sample.text, **kwargs)
+                    best[name] = min(best[name], (time.perf_counter() - started) * 1000 / size)
+            times["old"].append(best["old"])
+            times["new"].append(best["new"])
+        if not times["old"]:
+            continue
+        old_p50, new_p50 = statistics.median(times["old"]), statistics.median(times["new"])
+        print(f"{source:21} n={len(times['old']):>4}  p50 {old_p50:6.2f} -> {new_p50:6.2f} ({new_p50 / old_p50:.2f}x)  "
+              f"p95 {_p95(times['old']):6.2f} -> {_p95(times['new']):6.2f}")
 
 
 def _p95(values: list[float]) -> float:
@@ -346,6 +480,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="at most N inputs per source")
     parser.add_argument("--types", default="log,json,diff,code,text")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    parser.add_argument("--no-meaning", action="store_true", help="skip the SciFact ranking check of text")
+    parser.add_argument("--baseline", metavar="REV", help="also time the text, code and diff compressors of git "
+                        "revision REV in this process, on the same inputs, and print the speed ratios")
     args = parser.parse_args()
 
     kinds = set(args.types.split(","))
@@ -357,9 +494,12 @@ def main() -> None:
         ("log", "Treeherder", treeherder(args.data, args.limit, settings.optimizer_max_input_bytes, too_big)),
         ("json", "Loghub CSV->JSON", loghub_json(args.data, args.limit)),
         ("diff", "own git history", git_diffs(args.repo, args.limit)),
+        ("diff", "own history, modified", git_diffs(args.repo, args.limit, modified_only=True)),
         ("code", "own source (.py)", own_code(args.repo, args.limit)),
-        ("text", "runbooks", runbooks(args.data, args.limit)),
-        ("text", "SciFact abstracts", beir_abstracts(args.data, args.limit)),
+        ("text", "runbooks", runbooks(args.data, args.limit, with_query=False)),
+        ("text", "runbooks + query", runbooks(args.data, args.limit, with_query=True)),
+        ("text", "SciFact rel.", scifact_pairs(args.data, args.limit, with_query=False)),
+        ("text", "SciFact rel.+claim", scifact_pairs(args.data, args.limit, with_query=True)),
     ]
     store = MemoryCCRStore(100_000, 3600)
     detect_content_type("warm-up: load magika once " * 40)  # the first load is not what we measure
@@ -375,9 +515,9 @@ def main() -> None:
         if row.reductions:
             rows.append(row)
 
-    header = (f"{'type':5} {'source':18} {'n':>4} {'reduction':>9} {'all':>6} {'compressor':>10} "
+    header = (f"{'type':5} {'source':21} {'n':>4} {'reduction':>9} {'all':>6} {'compressor':>10} "
               f"{'ms/10KB p50':>11} {'p95':>6} {'pipeline p95':>12} {'lines':>7} {'per input':>9} "
-              f"{'inputs>=99%':>11} {'tail baseline':>15}  detected / passthrough")
+              f"{'inputs>=99%':>11} {'tail baseline':>15} {'URLs':>6}  detected / passthrough")
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -389,14 +529,25 @@ def main() -> None:
                     if row.baseline_per_input else "n/a")
         overall = 1 - row.tokens_after / row.tokens_before if row.tokens_before else 0.0
         print(
-            f"{row.kind:5} {row.source:18} {len(row.reductions):>4} {statistics.median(row.reductions):>9.1%} "
+            f"{row.kind:5} {row.source:21} {len(row.reductions):>4} {statistics.median(row.reductions):>9.1%} "
             f"{overall:>6.1%} {statistics.median(row.compressor_reductions):>10.1%} "
             f"{statistics.median(row.ms_per_10kb):>11.2f} {_p95(row.ms_per_10kb):>6.2f} "
-            f"{_p95(row.pipeline_ms_per_10kb):>12.2f} {retention:>7} {per_input:>9} {whole:>11} {baseline:>15}  "
+            f"{_p95(row.pipeline_ms_per_10kb):>12.2f} {retention:>7} {per_input:>9} {whole:>11} {baseline:>15} "
+            f"{(f'{row.urls_kept / row.urls:.0%}' if row.urls else 'n/a'):>6}  "
             f"{row.detected_as} {row.passthrough or ''}"
         )
     if too_big:
         print(f"skipped (over MEM_OPTIMIZER_MAX_INPUT_BYTES): {', '.join(too_big)}")
+    if "text" in kinds and not args.no_meaning:
+        import optimizer_meaning
+
+        meaning = optimizer_meaning.run(args.data, args.limit)
+        if meaning:
+            print("\nmeaning check: SciFact test queries, each relevant abstract compressed and ranked "
+                  "against the other abstracts (originals)")
+            optimizer_meaning.print_rows(meaning)
+    if args.baseline:
+        compare_speed(args, kinds, settings)
     if args.json:
         print(json.dumps([row.__dict__ | {"retention": row.kept / row.must if row.must else None} for row in rows],
                          default=str))
