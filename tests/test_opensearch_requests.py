@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import hashlib
 import json
+import os
 import re
 import socket
 import threading
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -15,11 +18,12 @@ from typing import Any
 import pytest
 
 from shared.config import Settings
-from shared.search import tantivy_index
+from shared.search import opensearch_index, tantivy_index
 from shared.search.lexical import LexicalDoc, LexicalFilters, LexicalQuery, LexicalUnavailable
 from shared.search.lexical_factory import get_lexical_index, reset_lexical_indexes
 from shared.search.opensearch_index import (
     ALL_INDICES,
+    FUZZY_FIELD,
     INDEX_BODY,
     MAPPING_VERSION,
     MAX_QUERY_TOKENS,
@@ -28,7 +32,14 @@ from shared.search.opensearch_index import (
     glob_to_lucene_regexp,
     index_name,
 )
-from tests.opensearch_standin import OpenSearchStandIn, Recorded, _check_index_name, fuzzy_edits, serve
+from tests.opensearch_standin import (
+    OpenSearchStandIn,
+    Recorded,
+    _check_index_name,
+    analyzer_for,
+    fuzzy_edits,
+    serve,
+)
 
 WRITE_ENDPOINTS = ("_bulk", "_refresh", "_delete_by_query")
 
@@ -74,6 +85,13 @@ def requests_to(st: OpenSearchStandIn, endpoint: str) -> list[Recorded]:
 def sent_query(st: OpenSearchStandIn, nth: int = -1) -> dict[str, Any]:
     """The ``bool`` query of the ``nth`` recorded ``_search``."""
     return json.loads(requests_to(st, "_search")[nth].body)["query"]["bool"]
+
+
+def field_mapping(name: str, body: dict[str, Any] = INDEX_BODY) -> dict[str, Any]:
+    """The mapping of the (sub)field ``name`` (``content.stemmed``) in an index-creation body."""
+    top, _, sub = name.partition(".")
+    spec = body["mappings"]["properties"][top]
+    return spec["fields"][sub] if sub else spec
 
 
 def multi_match(bool_q: dict[str, Any]) -> dict[str, Any]:
@@ -240,10 +258,13 @@ def test_search_never_returns_other_projects(
 
 
 def test_huge_query_text_is_bounded(standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex) -> None:
-    text = " ".join(f"w{i}-x" for i in range(30_000)) + "漢" * 50_000
+    # snake_case words cost a term per part: the analyzer splits them, and the clause limit counts terms.
+    text = " ".join(f"w{i}-x_y.z" for i in range(30_000)) + "漢" * 50_000
     engine.search(LexicalQuery(text=text, projects=["a"]))
-    sent = multi_match(sent_query(standin))["query"]
-    assert len(re.findall(r"\w+", sent)) <= MAX_QUERY_TOKENS
+    mm = multi_match(sent_query(standin))
+    for entry in mm["fields"]:
+        analyze = analyzer_for(INDEX_BODY, field_mapping(entry.partition("^")[0])["analyzer"])
+        assert MAX_QUERY_TOKENS - 3 < len(analyze(mm["query"])) <= MAX_QUERY_TOKENS, entry
     assert bounded_query_text('+ : " AND') == "AND"
     assert bounded_query_text("漢" * 1000) == "漢" * 64  # a long word is cut, not sent whole
 
@@ -259,7 +280,9 @@ def test_index_mapping_is_versioned_and_has_the_identifier_field(
     assert create.path == f"/{index_name('p')}" and f"_v{MAPPING_VERSION}-" in create.path
     mappings = json.loads(create.body)["mappings"]
     assert mappings["_meta"] == {"poimen_mapping_version": MAPPING_VERSION}
-    assert mappings["properties"]["identifier_parts"] == {"type": "text", "analyzer": "english"}
+    stemmed = field_mapping("content.stemmed")["analyzer"]
+    assert mappings["properties"]["identifier_parts"] == {"type": "text", "analyzer": stemmed}
+    assert stemmed in json.loads(create.body)["settings"]["analysis"]["analyzer"]
 
 
 def test_upsert_sends_the_camel_case_words_of_identifiers(
@@ -295,11 +318,9 @@ def test_searched_fields_and_weights_are_tantivys(
     weights: dict[str, float] = {}
     for entry in multi_match(sent_query(standin))["fields"]:
         name, _, boost = entry.partition("^")
-        top, _, sub = name.partition(".")
-        spec = INDEX_BODY["mappings"]["properties"][top]
-        # Tantivy analyses every searched field with its English stemmer (en_stem).
-        assert (spec["fields"][sub] if sub else spec)["analyzer"] == "english", name
-        weights[top] = float(boost or 1.0)
+        # Tantivy analyses every searched field with en_stem; the OpenSearch rebuild of it is one analyzer.
+        assert field_mapping(name)["analyzer"] == opensearch_index.STEMMED_ANALYZER, name
+        weights[name.partition(".")[0]] = float(boost or 1.0)
     assert weights == {f.name: f.boost for f in tantivy_index.TEXT_FIELDS}
     assert all(f.tokenizer == "en_stem" for f in tantivy_index.TEXT_FIELDS)
 
@@ -320,7 +341,8 @@ def test_fuzzy_words_become_constant_score_clauses_scored_as_in_tantivy(
     for clause in clauses:
         assert clause["boost"] == tantivy_index.FUZZY_BOOST
         ((field, spec),) = clause["filter"]["match"].items()
-        assert field.split(".")[0] in tantivy_index.FUZZY_FIELDS and field == "content.english"
+        assert field.split(".")[0] in tantivy_index.FUZZY_FIELDS and field == "content.stemmed"
+        assert field_mapping(field)["analyzer"] == opensearch_index.STEMMED_ANALYZER
         assert spec["fuzzy_rewrite"] == "constant_score" and spec["prefix_length"] == 0
         assert spec["fuzzy_transpositions"] is True  # tantivy counts a transposition as one edit
         # Tantivy: one edit, two for terms of 10+ characters; shorter terms are never sent.
@@ -358,6 +380,8 @@ def _legacy_index(standin: OpenSearchStandIn, project: str, chunk_id: str) -> st
     """A mapping-version-1 index of ``project`` holding one chunk, as an older release left it."""
     name = "vault-" + project
     legacy_props = {k: v for k, v in INDEX_BODY["mappings"]["properties"].items() if k != "identifier_parts"}
+    english = {"type": "text", "analyzer": "english"}
+    legacy_props["content"] = {"type": "text", "analyzer": "standard", "fields": {"english": english}}
     source = {
         "chunk_id": chunk_id,
         "project": project,
@@ -439,6 +463,227 @@ def test_reindex_lexical_rebuilds_a_project_into_the_new_index(
         assert list(standin.docs(legacy)) == ["old"]
     finally:
         reset_lexical_indexes()
+
+
+# --- analysis: Tantivy's en_stem rebuilt from OpenSearch's parts ---------------------------------
+
+
+def stemmed_analyzer_name() -> str:
+    """The analyzer the mapping names for the stemmed chunk text."""
+    return field_mapping("content.stemmed")["analyzer"]
+
+
+def found(engine: OpenSearchLexicalIndex, text: str) -> list[str]:
+    """The chunk ids ``text`` finds in project ``p``, best first."""
+    return [h.chunk_id for h in engine.search(LexicalQuery(text=text, projects=["p"]))]
+
+
+def test_searched_and_fuzzy_fields_use_the_en_stem_chain_at_index_and_search_time(
+    standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex
+) -> None:
+    engine.upsert([doc("c1", "p", "x")])
+    engine.search(LexicalQuery(text="x y", projects=["p"], fuzzy=("mistyped",)))
+    bool_q = sent_query(standin)
+    mm = multi_match(bool_q)
+    (fuzzy,) = [c["constant_score"]["filter"]["match"] for c in bool_q["should"] if "constant_score" in c]
+    fields = [entry.partition("^")[0] for entry in mm["fields"]] + list(fuzzy)
+    assert set(fields) == {"content.stemmed", "identifier_parts"} and FUZZY_FIELD in fields
+    name = stemmed_analyzer_name()
+    for fname in fields:
+        # No search_analyzer and no per-query analyzer: the query text goes through the indexing chain.
+        assert field_mapping(fname) == {"type": "text", "analyzer": name}, fname
+    assert "analyzer" not in mm and all("analyzer" not in spec for spec in fuzzy.values())
+
+    (create,) = [r for r in standin.requests if r.method == "PUT"]
+    analysis = json.loads(create.body)["settings"]["analysis"]
+    definition = analysis["analyzer"][name]
+    assert definition["type"] == "custom" and set(definition) == {"type", "tokenizer", "filter"}
+    # simple tokenizer: a token is a run of characters Rust's char::is_alphanumeric accepts.
+    assert analysis["tokenizer"][definition["tokenizer"]] == {
+        "type": "pattern",
+        "pattern": r"[^\p{IsAlphabetic}\p{N}]+",
+    }
+    chain = [analysis["filter"].get(f, f) for f in definition["filter"]]
+    # remove_long(40), then lower_caser, then stemmer(English): no stop word filter, no possessive filter.
+    assert chain == [
+        {"type": "length", "max": 39},
+        "lowercase",
+        {"type": "snowball", "language": "English"},
+    ]
+
+
+def test_snake_case_and_dotted_names_are_found_by_their_words(
+    standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex
+) -> None:
+    engine.upsert(
+        [
+            doc("pool", "p", "Raise max_connections on the pooler"),
+            doc("api", "p", "kube.apiserver answers slowly"),
+            doc("dash", "p", "node-exporter scrapes fail"),
+            doc("other", "p", "nothing relevant here"),
+        ]
+    )
+    assert found(engine, "max connections") == ["pool"]
+    assert found(engine, "apiserver") == ["api"]
+    assert found(engine, "exporter") == ["dash"]
+    # And the whole name still finds them: the query is split the same way.
+    assert found(engine, "kube.apiserver") == ["api"]
+
+
+def test_stop_words_stay_searchable(standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex) -> None:
+    engine.upsert([doc("ready", "p", "The probe is ready"), doc("not", "p", "The probe is not ready")])
+    hits = engine.search(LexicalQuery(text="not ready", projects=["p"]))
+    assert [h.chunk_id for h in hits] == ["not", "ready"] and hits[0].score > hits[1].score
+    assert found(engine, "not") == ["not"]
+
+
+def test_stemming_is_snowball_english_not_porter(
+    standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex
+) -> None:
+    # Words the two stemmers treat differently: porter2 stems "dying" to "die" (Porter: "dy") and keeps
+    # "generic" apart from "general" (Porter: both "gener").
+    engine.upsert([doc("dying", "p", "The worker keeps dying"), doc("generic", "p", "A generic retry")])
+    assert found(engine, "die") == ["dying"]
+    assert found(engine, "general") == []
+
+
+def test_the_builtin_english_analyzer_would_miss_these(
+    standin: OpenSearchStandIn, engine: OpenSearchLexicalIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same searches on an index whose stemmed fields use `english`: the tests above would fail on it,
+    # so they show the analyzer, not only the query shape.
+    english = copy.deepcopy(INDEX_BODY)
+    english["mappings"]["properties"]["content"]["fields"]["stemmed"]["analyzer"] = "english"
+    english["mappings"]["properties"]["identifier_parts"]["analyzer"] = "english"
+    monkeypatch.setattr(opensearch_index, "INDEX_BODY", english)
+    engine.upsert(
+        [
+            doc("pool", "p", "Raise max_connections on the pooler"),
+            doc("not", "p", "The probe is not ready"),
+            doc("dying", "p", "The worker keeps dying"),
+        ]
+    )
+    assert found(engine, "max connections") == []
+    assert found(engine, "not") == []
+    assert found(engine, "die") == []
+
+
+# Strings the two chains must analyse alike: prose, identifiers of every shape, numbers, punctuation,
+# 39- and 40-character ASCII tokens, and the Unicode cases where "alphanumeric" is subtle (combining
+# vowel signs and circled letters are Alphabetic without being letters; a combining acute is neither;
+# superscripts and Roman numerals are numbers; a final capital sigma lowercases to σ, not ς).
+PARITY_SAMPLES = [
+    "The probe is not ready; no replicas are available.",
+    "Connections were refused while the pooler restarted",
+    "max_connections kube.apiserver node-exporter KubePodCrashLooping etcdServerDown",
+    "E0308: mismatched types at src/main.rs:42:7 (exit code 137, OOMKilled)",
+    "GET /api/v1/namespaces?limit=500 HTTP/1.1 -> 503 after 30s",
+    "10.0.0.1:8080 v1.2.3-rc.1 0x7fff5fbff8c0 sha256:9f86d081884c7d65",
+    "the node's disk pressure isn't the kubelet's fault",
+    "x" * 39 + " " + "y" * 40 + " " + "z" * 41 + " ok",
+    "naïve café Größe straße Ærø",
+    "ΟΔΟΣ Αθήνα ΕΛΛΑΔΑ",
+    "हिन्दी தமிழ் ⓐⓑⓒ x\u0301y a²b Ⅻ 日本語テキスト 東京 한국어",
+    "emoji🔥split — em-dash «quotes» tab\tnewline\nend",
+    "",
+]
+# Where the chains differ, for want of other parts in OpenSearch (docs/architecture.md): the length filter
+# counts characters, Tantivy's remove_long UTF-8 bytes; Lucene lowercases each code point by the simple
+# mapping (İ -> i), Tantivy by Rust's full mapping (İ -> i + combining dot above).
+KNOWN_DIFFERENCES = ["é" * 20, "İstanbul"]
+
+
+def test_the_stemmed_analyzer_makes_tantivys_terms() -> None:
+    """The parity claim: on every sample the analyzer the mapping names makes Tantivy's en_stem terms.
+
+    The stand-in runs the index body's analysis definitions with Python's `regex` and libstemmer, not
+    with Lucene: this shows the definitions describe Tantivy's chain, not that a cluster runs them
+    identically. A JDK's Unicode tables, the Snowball release Lucene compiled in, and java.util.regex's
+    reading of the pattern could each differ; against a real cluster the _analyze test below settles it.
+    """
+    tantivy = tantivy_index._en_stem_analyzer()
+    for field in ("content.stemmed", "identifier_parts"):
+        opensearch = analyzer_for(INDEX_BODY, field_mapping(field)["analyzer"])
+        for sample in PARITY_SAMPLES:
+            assert opensearch(sample) == tantivy.analyze(sample), (field, sample)
+    opensearch = analyzer_for(INDEX_BODY, stemmed_analyzer_name())
+    for sample in KNOWN_DIFFERENCES:
+        assert opensearch(sample) != tantivy.analyze(sample), sample
+
+
+@pytest.mark.skipif(not os.environ.get("MEM_OPENSEARCH_URL"), reason="MEM_OPENSEARCH_URL is not set")
+def test_a_real_cluster_makes_tantivys_terms() -> None:
+    """The same samples through a real cluster's ``_analyze`` on an index created with INDEX_BODY."""
+    from opensearchpy import OpenSearch
+
+    settings = Settings()
+    user, password = settings.opensearch_user, settings.opensearch_password or ""
+    client = OpenSearch(
+        hosts=[settings.opensearch_url],
+        http_auth=(user, password) if user else None,
+        verify_certs=settings.opensearch_verify_certs,
+    )
+    # Outside INDEX_PREFIX, so no engine call (a delete over every project index) can reach it.
+    name = f"poimen-analysis-parity-{uuid.uuid4().hex[:12]}"
+    client.indices.create(index=name, body=INDEX_BODY)
+    try:
+        tantivy = tantivy_index._en_stem_analyzer()
+        for sample in [s for s in PARITY_SAMPLES if s]:
+            body = {"analyzer": stemmed_analyzer_name(), "text": sample}
+            terms = [t["token"] for t in client.indices.analyze(index=name, body=body)["tokens"]]
+            assert terms == tantivy.analyze(sample), sample
+    finally:
+        client.indices.delete(index=name)
+
+
+# Index bodies a real cluster refuses (or the stand-in cannot run), one flaw each.
+def _broken_bodies() -> list[tuple[str, dict[str, Any]]]:
+    cases: list[tuple[str, dict[str, Any]]] = []
+
+    def case(label: str, change: Any) -> None:
+        body = copy.deepcopy(INDEX_BODY)
+        change(body["settings"]["analysis"], body["mappings"]["properties"])
+        cases.append((label, body))
+
+    analysis = INDEX_BODY["settings"]["analysis"]
+    tokenizer = next(iter(analysis["tokenizer"]))
+    analyzer = next(iter(analysis["analyzer"]))
+    length = next(n for n, f in analysis["filter"].items() if f["type"] == "length")
+    stem = next(n for n, f in analysis["filter"].items() if f["type"] == "snowball")
+    case("unknown tokenizer type", lambda a, p: a["tokenizer"][tokenizer].update(type="patern"))
+    case("undocumented tokenizer parameter", lambda a, p: a["tokenizer"][tokenizer].update(regex="x"))
+    case("unknown regex flag", lambda a, p: a["tokenizer"][tokenizer].update(flags="UNICODE"))
+    case("pattern that does not compile", lambda a, p: a["tokenizer"][tokenizer].update(pattern="[^a"))
+    case("length max as a string", lambda a, p: a["filter"][length].update(max="39"))
+    case("length min above max", lambda a, p: a["filter"][length].update(min=50))
+    case("undocumented snowball language", lambda a, p: a["filter"][stem].update(language="Porter2"))
+    case("undefined filter", lambda a, p: a["analyzer"][analyzer]["filter"].append("poimen_missing"))
+    case("filter not a list", lambda a, p: a["analyzer"][analyzer].update(filter="lowercase"))
+    case("no tokenizer", lambda a, p: a["analyzer"][analyzer].pop("tokenizer"))
+    case("undefined tokenizer", lambda a, p: a["analyzer"][analyzer].update(tokenizer="poimen_missing"))
+    case("undefined analyzer in mapping", lambda a, p: p["identifier_parts"].update(analyzer="poimen_x"))
+    case(
+        "search_analyzer alone",
+        lambda a, p: p["identifier_parts"].update(search_analyzer=p["identifier_parts"].pop("analyzer")),
+    )
+    case("analyzer on a keyword", lambda a, p: p["source"].update(analyzer="standard"))
+    return cases
+
+
+@pytest.mark.parametrize(("label", "body"), _broken_bodies(), ids=[label for label, _ in _broken_bodies()])
+def test_the_standin_refuses_malformed_analysis(
+    standin: OpenSearchStandIn,
+    engine: OpenSearchLexicalIndex,
+    label: str,
+    body: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(opensearch_index, "INDEX_BODY", body)
+    with pytest.raises(LexicalUnavailable, match="400"):
+        engine.upsert([doc("c1", "p", "x")])
+    assert len(standin.violations) == 1, (label, standin.violations)
+    assert index_name("p") not in standin.indices
+    standin.violations.clear()  # expected here; the fixture fails on any other
 
 
 # --- counts, health, failures ------------------------------------------------------------------

@@ -59,15 +59,52 @@ TERMS_BATCH = 1024
 MAX_QUERY_WORDS = 64
 MAX_QUERY_TOKENS = 200
 MAX_QUERY_WORD_CHARS = 64
-_IDEOGRAPH = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_WORD = re.compile(r"\w+")
+# A word's cost is the number of terms STEMMED_ANALYZER makes of it: runs of letters and digits, so
+# ``max_connections`` costs 2. Python's alphanumerics lack the Alphabetic marks and symbols (Devanagari
+# vowel signs, circled letters), which therefore split a word into more terms here than on the cluster:
+# the count errs towards fewer words sent, except that a word made of such symbols alone is left out.
+_WORD = re.compile(r"[^\W_]+")
+
+# Tantivy's en_stem (tantivy_index._en_stem_analyzer) rebuilt from OpenSearch's documented parts, so both
+# engines make the same terms of the same text: split on every character that is neither alphabetic nor
+# numeric (Rust's char::is_alphanumeric is the Unicode Alphabetic property or a number; Java's regex says
+# \p{IsAlphabetic} and \p{N}), so snake_case, dotted and kebab-case names fall apart into their words; drop
+# long tokens; lowercase; stem with Snowball English (porter2), keeping stop words, which `mem eval` showed
+# error-message queries need ("not", "no"). The built-in ``english`` analyzer differs on every step: its
+# standard tokenizer keeps ``max_connections`` and ``kube.apiserver`` whole, it drops stop words, strips
+# possessives and stems with the original Porter algorithm.
+STEMMED_ANALYZER = "poimen_en_stem"
+# Tantivy's remove_long(40) drops tokens of 40 bytes or more (UTF-8). The length filter counts characters
+# (UTF-16 code units), so max 39 is the same rule for ASCII tokens, while a non-ASCII token of 20 to 39
+# characters is kept here and dropped by Tantivy; OpenSearch has no byte-length filter.
+MAX_TOKEN_CHARS = 39
+ANALYSIS: dict[str, Any] = {
+    "tokenizer": {
+        "poimen_alphanumeric": {"type": "pattern", "pattern": r"[^\p{IsAlphabetic}\p{N}]+"},
+    },
+    "filter": {
+        "poimen_remove_long": {"type": "length", "max": MAX_TOKEN_CHARS},
+        "poimen_porter2": {"type": "snowball", "language": "English"},
+    },
+    "analyzer": {
+        STEMMED_ANALYZER: {
+            "type": "custom",
+            "tokenizer": "poimen_alphanumeric",
+            # Tantivy's order: the length is taken before lowercasing, which can change it.
+            "filter": ["poimen_remove_long", "lowercase", "poimen_porter2"],
+        }
+    },
+}
+# Every field below names only ``analyzer``, which OpenSearch also applies to query text (no
+# ``search_analyzer``), so queries are analysed as the indexed text is.
+STEMMED_FIELD = "content.stemmed"
 
 # The fields and weights of Tantivy's TEXT_FIELDS: the chunk's own text, stemmed (it starts with its heading;
 # searching section and breadcrumb too repeats a document's title words in every chunk, which `mem eval`
 # showed hurts), and the words of its CamelCase identifiers. The unstemmed ``content`` is not searched:
 # Tantivy has no such field, and most_fields would count every exact word twice.
 TEXT_FIELD_BOOSTS: tuple[tuple[str, float], ...] = (
-    ("content.english", 1.0),
+    (STEMMED_FIELD, 1.0),
     (IDENTIFIER_PARTS_FIELD, IDENTIFIER_PARTS_BOOST),
 )
 SEARCH_FIELDS: tuple[str, ...] = tuple(
@@ -76,10 +113,11 @@ SEARCH_FIELDS: tuple[str, ...] = tuple(
 # Typos are matched in the stemmed chunk text, as Tantivy does. ``AUTO:<low>,<high>`` is applied to each
 # analysed term: exact below low, one edit below high, two from high, which is Tantivy's rule; a word
 # shorter than MIN_FUZZY_CHARS is left out whole, as Tantivy leaves out such terms.
-FUZZY_FIELD = "content.english"
+FUZZY_FIELD = STEMMED_FIELD
 FUZZINESS = f"AUTO:{MIN_FUZZY_CHARS},{TWO_EDITS_MIN_CHARS}"
 
 INDEX_BODY: dict[str, Any] = {
+    "settings": {"analysis": ANALYSIS},
     "mappings": {
         "_meta": {"poimen_mapping_version": MAPPING_VERSION},
         "dynamic": "strict",
@@ -90,10 +128,10 @@ INDEX_BODY: dict[str, Any] = {
             "content": {
                 "type": "text",
                 "analyzer": "standard",
-                "fields": {"english": {"type": "text", "analyzer": "english"}},
+                "fields": {"stemmed": {"type": "text", "analyzer": STEMMED_ANALYZER}},
             },
             # Computed client-side by the same function Tantivy uses (lexical.identifier_parts).
-            IDENTIFIER_PARTS_FIELD: {"type": "text", "analyzer": "english"},
+            IDENTIFIER_PARTS_FIELD: {"type": "text", "analyzer": STEMMED_ANALYZER},
             "breadcrumb": {
                 "type": "text",
                 "analyzer": "standard",
@@ -113,7 +151,7 @@ INDEX_BODY: dict[str, Any] = {
 
 
 def index_name(project: str) -> str:
-    """The index of ``project``: ``vault-<project>`` lowercased, with unsafe characters replaced.
+    """The index of ``project``: :data:`INDEX_PREFIX` + ``<project>`` lowercased, unsafe characters replaced.
 
     A name that had to be changed gets a short hash of the original, so ``MyProj`` and
     ``myproj`` never share an index.
@@ -146,7 +184,7 @@ def bounded_query_text(text: str) -> str:
         word = word[:MAX_QUERY_WORD_CHARS]
         if word in seen:
             continue
-        cost = len(_WORD.findall(word)) + len(_IDEOGRAPH.findall(word))
+        cost = len(_WORD.findall(word))
         if cost == 0:
             continue
         if tokens + cost > MAX_QUERY_TOKENS or len(words) >= MAX_QUERY_WORDS:
