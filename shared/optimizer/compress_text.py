@@ -125,13 +125,14 @@ _DROP_SET = frozenset(DROP_WORDS | {w.capitalize() for w in DROP_WORDS if len(w)
 # Spans given back untouched (code, comments, URLs) or rewritten as markup (links, images, badges); the
 # prose between them is rewritten word by word. Only run when a block holds one of the trigger characters.
 _SPANS = re.compile(
+    r"(?=[`<\[!hf])(?:"  # a leading class lets the engine skip to candidates
     r"(?P<code>(?P<ticks>`+)(?:(?!(?P=ticks)).)+?(?P=ticks))"
     r"|(?P<comment><!--.*?-->)"
     r"|(?P<badge>\[!\[[^\]\n]*\]\([^)\s]*\)\]\([^)\s]*\))"
     r"|(?P<image>!\[(?P<alt>[^\]\n]*)\]\([^)\s]+(?:\s+\"[^\"\n]*\")?\))"
     r"|(?P<link>\[(?P<text>[^\]\n]+)\]\((?P<target><[^>\n]*>|[^)\s]+)(?:\s+\"[^\"\n]*\")?\))"
     r"|(?P<autolink><(?P<auto>https?://[^>\s]+)>)"
-    r"|(?P<url>(?<!\w)(?:https?|ftp)://[^\s<>\])]+)",
+    r"|(?P<url>(?<!\w)(?:https?|ftp)://[^\s<>\])]+))",
     re.DOTALL,
 )
 _SPAN_TRIGGERS = ("`", "<", "[", "://")
