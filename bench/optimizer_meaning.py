@@ -1,6 +1,6 @@
 """Does compressed prose still mean what the original meant? A retrieval check on BEIR SciFact.
 
-    python bench/optimizer_meaning.py [--data ../shared/data] [--limit N]
+    python bench/optimizer_meaning.py [--data ../shared/data] [--limit N] [--split train|test] [--sweep]
 
 For every test query (a scientific claim) each relevant abstract is compressed (without the query:
 markup and telegraphic rewriting; with it: extractive selection too) and ranked against the other
@@ -123,8 +123,9 @@ def _embed_corpus(embedder: object, ids: list[str], docs: list[str], corpus_path
     return vectors
 
 
-def load_scifact(data: Path) -> tuple[list[str], list[str], dict[str, str], dict[str, set[str]]] | None:
-    """Corpus ids and texts (title, blank line, abstract), test queries and their relevant ids."""
+def load_scifact(data: Path, split: str = "test"
+                 ) -> tuple[list[str], list[str], dict[str, str], dict[str, set[str]]] | None:
+    """Corpus ids and texts (title, blank line, abstract), the split's queries and their relevant ids."""
     root = data / "beir" / "scifact"
     if not (root / "corpus.jsonl").exists():
         return None
@@ -141,17 +142,18 @@ def load_scifact(data: Path) -> tuple[list[str], list[str], dict[str, str], dict
             row = json.loads(line)
             queries[row["_id"]] = row["text"]
     qrels: dict[str, set[str]] = {}
-    for line in (root / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+    for line in (root / "qrels" / f"{split}.tsv").read_text().splitlines()[1:]:
         parts = line.split()
         if len(parts) >= 3 and int(parts[2]) > 0:
             qrels.setdefault(parts[0], set()).add(parts[1])
     return ids, docs, queries, qrels
 
 
-def run(data: Path, limit: int | None = None,
-        modes: dict[str, Callable[[str, str], str]] | None = None) -> list[MeaningRow]:
-    """Compress the relevant abstracts of SciFact's test queries in each mode and compare the rankings."""
-    loaded = load_scifact(data)
+def run(data: Path, limit: int | None = None, modes: dict[str, Callable[[str, str], str]] | None = None,
+        split: str = "test") -> list[MeaningRow]:
+    """Compress the relevant abstracts of SciFact's queries in each mode and compare the rankings
+    (``split="train"`` to choose settings, ``"test"`` to report them)."""
+    loaded = load_scifact(data, split)
     if loaded is None:
         return []
     from shared.embedding.local import LocalOnnxEmbedder
@@ -232,9 +234,19 @@ def print_rows(rows: list[MeaningRow]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
-    parser.add_argument("--limit", type=int, default=None, help="at most N test queries")
+    parser.add_argument("--limit", type=int, default=None, help="at most N queries")
+    parser.add_argument("--split", choices=("train", "test"), default="test",
+                        help="train to choose settings (the sweep below), test to report")
+    parser.add_argument("--sweep", action="store_true",
+                        help="compare how many query words an unprotected sentence must share (1-4) and link policies")
     args = parser.parse_args()
-    rows = run(args.data, args.limit)
+    modes = None
+    if args.sweep:
+        modes = {"telegraphic (no query)": lambda text, query: compress_text(text)}
+        for need in (1, 2, 3, 4):
+            modes[f"selection, {need} query stems"] = (
+                lambda text, query, need=need: compress_text(text, query=query, min_query_matches=need))
+    rows = run(args.data, args.limit, modes, args.split)
     if not rows:
         print(f"no SciFact under {args.data}")
         return

@@ -116,6 +116,9 @@ class Settings(BaseSettings):
     compress_code: bool = False
     compress_diff: bool = True
     compress_text: bool = True
+    compress_text_select: bool = Field(
+        default=True, description="With a query, prose keeps only sentences that hold facts or match it (the rest is one CCR lookup away)."
+    )
     ccr_enabled: bool = True
     ccr_max_entries: int = Field(default=1000, ge=1, description="CCR originals kept (least recently used out).")
     ccr_ttl_secs: int = Field(default=3600, ge=1, description="Seconds a CCR original is kept after its last put.")

@@ -290,8 +290,9 @@ def test_unbalanced_braces_are_refused() -> None:
 def test_text_drops_filler_but_keeps_identifiers_numbers_and_code() -> None:
     original = _read("runbook.md")
     out = compress_text(original)
-    for must in ("137", "OOMKilled", "`container_memory_working_set_bytes`", "HTTP 503", "kubectl -n $NAMESPACE logs $POD --previous",
-                 "```bash", "# KubePodCrashLooping", "not delete", "`kubectl rollout undo deployment/$NAME`"):
+    for must in ("137", "OOMKilled", "`container_memory_working_set_bytes`", "HTTP 503",
+                 "kubectl -n $NAMESPACE logs $POD --previous", "```bash", "# KubePodCrashLooping", "Do not delete",
+                 "`kubectl rollout undo deployment/$NAME`"):
         assert must in out, must
     assert " the " not in out.split("```")[0]
     assert "It is important to note that" not in out
@@ -307,6 +308,74 @@ def test_text_leaves_names_and_quoted_words_alone() -> None:
 def test_text_with_nothing_to_drop_is_refused() -> None:
     with pytest.raises(CannotCompress):
         compress_text("Restart worker-3 now.")
+
+
+def test_text_markup_without_meaning_goes() -> None:
+    out = compress_text(_read("guide.md"))
+    assert "ci.example.test/badge.svg" not in out  # badge image
+    assert "reviewed by the platform team" not in out  # HTML comment
+    assert "**" not in out and "*temporary*" not in out and "usually" in out and "temporary" in out
+    assert "|-|-|" in out and "| ------ |" not in out  # table rule
+    assert "title: Queue Backlog Growing" not in out  # the heading says it again
+    assert "owner: platform-team" in out  # other front matter stays
+    # A link target stays the first time; the same target again keeps only its text.
+    assert out.count("https://docs.example.test/scaling") == 1 and "scaling guide again" in out
+
+
+def test_text_telegraphic_phrases_keep_negations_and_verbs() -> None:
+    out = compress_text("In order to restart, make sure that the node is drained. Note that you must not "
+                        "skip it. It is recommended to wait. Weather has nothing to do with it.")
+    assert out.startswith("To restart, ensure node drained.")
+    assert "Note that" not in out and "must not skip" in out
+    assert "Preferably wait." in out
+    assert "nothing to do with" in out  # "do" is a verb here, not an auxiliary to drop
+
+
+def test_text_code_spans_links_and_ccr_markers_are_untouched() -> None:
+    text = ("Run `make the build` as shown in the [the `make` docs](https://x.test/make), "
+            "see https://x.test/a/the/b and keep <!-- CCR:0123456789abcdef01234567 -->")
+    out = compress_text(text)
+    for must in ("`make the build`", "[the `make` docs](https://x.test/make)", "https://x.test/a/the/b",
+                 "<!-- CCR:0123456789abcdef01234567 -->"):
+        assert must in out, must
+    dropped = compress_text(text, links="drop")
+    assert "`make` docs" in dropped and "(https://x.test/make)" not in dropped
+
+
+def test_text_query_mode_keeps_facts_query_matches_and_warnings() -> None:
+    original = _read("guide.md")
+    out = compress_text(original, query="consumer lag growing")
+    for must in ("# QueueBacklogGrowing", "## Diagnosis", "## Mitigation",
+                 "consumers of queue falling behind and backlog keeps growing.",  # first under a heading
+                 "Check lag of `orders` consumer group:",  # right above the code it explains
+                 "kafka-consumer-groups --bootstrap-server $BROKER --describe --group orders",
+                 "A lag above 10000 messages", "Scale `orders-consumer` deployment",
+                 "Do not purge queue",  # a prohibition stays whatever the query
+                 "| lag    | messages waiting |"):
+        assert must in out, must
+    for gone in ("Nobody likes", "Weather and lunch", "over coffee", "patience pays off"):
+        assert gone not in out, gone
+    assert "[…]" in out
+    assert "https://docs.example.test/scaling" not in out  # link targets go to CCR in query mode
+    assert count_tokens(out) < 0.75 * count_tokens(original)
+    # Without selection the same query changes nothing but the link policy.
+    plain = compress_text(original, query="consumer lag growing", select=False)
+    assert "[…]" not in plain and "Nobody likes" in plain
+
+
+def test_text_query_mode_needs_enough_shared_words() -> None:
+    text = "## Notes\n\nThe first line is kept.\nQueues grow at night. Consumers stall at noon."
+    one = compress_text(text, query="queue consumer stall")
+    assert "Queues grow at night." in one and "Consumers stall at noon." in one
+    two = compress_text(text, query="queue consumer stall", min_query_matches=2)
+    assert "Queues grow" not in two and "Consumers stall at noon." in two
+
+
+def test_text_query_mode_keeps_a_code_span_that_crosses_a_line_end() -> None:
+    text = "## Check\n\nLead sentence here.\nQuery `rate(x{job=\"a\",\ninstance=\"b\"}[5m])` now. Unrelated prose."
+    out = compress_text(text, query="nothing in common")
+    assert '`rate(x{job="a",\ninstance="b"}[5m])`' in out
+    assert "Unrelated prose" not in out
 
 
 def test_log_keeps_a_diff_printed_by_a_lint_check_and_output_above_a_failing_exit() -> None:
@@ -336,3 +405,70 @@ def test_log_keeps_a_failing_tests_section_and_native_stack_frames() -> None:
                  "#0 0x4f2a1b in copy_name src/names.c:41", "#1 0x4f2c9d in main src/main.c:12"):
         assert must in out, must
     assert "noise 150" not in out
+
+
+# --- code: the scanner and its ast fallback ------------------------------------------------------
+
+_SCANNER_SOURCE = '''import os
+
+try:
+    import fast_json as json
+except ImportError:
+    import json
+
+if os.environ.get("X"):
+    A = 1
+    B = 2
+    C = 3
+else:
+    A = B = C = 0
+
+TEXT = """a # not a comment
+def not_a_function():
+"""
+
+
+def outer(x: int) -> int:
+    @cache
+    def inner() -> int:
+        return x
+    return inner()  # (
+
+
+class K:
+    URLS = {
+        "a": "http://a#frag",
+        "b": "http://b",
+        "c": "http://c",
+        "d": "http://d",
+    }
+'''
+
+
+def test_python_scanner_outline_matches_the_ast_outline() -> None:
+    from shared.optimizer.compress_code import _python_outline_scan
+
+    source = _read("inventory.py")
+    outline = _python_outline_scan(source)
+    assert outline is not None and outline == compress_code(source, language="python")
+    compile(outline, "outline.py", "exec")
+
+
+def test_python_scanner_keeps_clauses_and_drops_nested_decorators_with_the_body() -> None:
+    out = compress_code(_SCANNER_SOURCE, language="python")
+    compile(out, "outline.py", "exec")
+    for must in ("import fast_json as json", "except ImportError:", "    import json", 'if os.environ.get("X"):',
+                 "else:", "def outer(x: int) -> int:", "class K:", "    URLS = ...  # 6 lines"):
+        assert must in out, must
+    assert "@cache" not in out and "return inner()" not in out  # the nested function goes with the body
+    assert "A = 1" not in out  # a long if keeps its clause headers only
+    assert "def not_a_function" in out  # inside a string: not a statement, kept as it is
+
+
+def test_python_with_tabs_or_broken_syntax_falls_back_to_ast() -> None:
+    tabbed = "def f():\n\treturn 1\n\n\ndef g():\n\tx = 1\n\treturn x\n"
+    out = compress_code(tabbed, language="python")
+    assert "def g():" in out and "x = 1" not in out
+    with pytest.raises(CannotCompress) as info:
+        compress_code("def f(:\n    return '''never closed\n", language="python")
+    assert info.value.reason == "unparsable_python"

@@ -126,6 +126,22 @@ def test_env_toggles_reach_the_settings(monkeypatch: pytest.MonkeyPatch) -> None
     assert out.reason == "compress_json_off"
 
 
+def test_text_selection_follows_the_query_and_its_toggle(monkeypatch: pytest.MonkeyPatch) -> None:
+    chunk = _chunk("guide.md")
+    store = MemoryCCRStore(10, 60)
+    selected = optimize_chunks([chunk], query="consumer lag growing", settings=_settings(), store=store).chunks[0]
+    assert selected.type == "text" and selected.reason is None and "[…]" in selected.text
+    entry = store.get(selected.ccr_hash or "")
+    assert entry is not None and entry.original == chunk.text  # what selection left out is one lookup away
+    no_query = optimize_chunks([chunk], settings=_settings(), store=store).chunks[0]
+    assert "[…]" not in no_query.text and no_query.tokens_after > selected.tokens_after
+    monkeypatch.setenv("MEM_COMPRESS_TEXT_SELECT", "false")
+    settings = Settings()
+    assert settings.compress_text_select is False
+    off = optimize_chunks([chunk], query="consumer lag growing", settings=settings, store=store).chunks[0]
+    assert off.reason is None and "[…]" not in off.text and "Nobody likes" in off.text
+
+
 def test_forced_type_wins_over_detection() -> None:
     out = optimize_chunks([_chunk("maven_build.log", content_type="text")], settings=_settings(),
                           store=MemoryCCRStore(10, 60)).chunks[0]

@@ -141,7 +141,7 @@ def _valid_unicode(text: str) -> tuple[str, str | None]:
         return _SURROGATE.sub("\ufffd", text), "invalid_unicode_replaced"
 
 
-def _compressor(kind: str, detection: Detection) -> Callable[[str, str | None], str]:
+def _compressor(kind: str, detection: Detection, settings: Settings) -> Callable[[str, str | None], str]:
     if kind == "json":
         return lambda text, query: compress_json(
             text, query=query, parsed=detection.parsed_json, is_parsed=detection.json_parsed)
@@ -153,7 +153,8 @@ def _compressor(kind: str, detection: Detection) -> Callable[[str, str | None], 
         language = detection.label if detection.detector == "magika" else (
             "python" if detection.label == "python" else None)
         return lambda text, query: compress_code(text, query=query, language=language)
-    return lambda text, query: compress_text(text, query=query)
+    select = settings.compress_text_select
+    return lambda text, query: compress_text(text, query=query, select=select)
 
 
 def _optimize_one(chunk: InputChunk, *, query: str | None, settings: Settings, store: CCRStore | None,
@@ -180,7 +181,7 @@ def _optimize_one(chunk: InputChunk, *, query: str | None, settings: Settings, s
     if not getattr(settings, _TOGGLES[kind]):
         return passthrough(kind, detection.detector, detection.label, f"{_TOGGLES[kind]}_off")
     try:
-        compressed = _compressor(kind, detection)(text, query)
+        compressed = _compressor(kind, detection, settings)(text, query)
     except CannotCompress as exc:
         return passthrough(kind, detection.detector, detection.label, exc.reason)
     except Exception:  # a compressor bug must cost compression, never the request
@@ -241,7 +242,8 @@ def optimize_chunks(
 ) -> OptimizeResult:
     """Optimize ``chunks`` for a prompt: each one detected, compressed by type, aligned and CCR-marked.
 
-    ``query`` keeps matching JSON items; ``budget_tokens`` leaves out trailing chunks that do not fit;
+    ``query`` keeps matching JSON items and, for prose, the sentences that match it (with
+    ``MEM_COMPRESS_TEXT_SELECT``); ``budget_tokens`` leaves out trailing chunks that do not fit;
     ``store`` defaults to :func:`get_ccr_store`; ``project`` is the default project of the CCR entries.
     Raises :class:`InputTooLarge` over ``MEM_OPTIMIZER_MAX_INPUT_BYTES`` and ``ValueError`` on a bad
     ``budget_tokens`` or content type.
