@@ -136,7 +136,7 @@ def test_the_first_of_repeated_errors_is_shown() -> None:
 
 
 def test_a_failed_step_without_error_words_points_at_its_last_output() -> None:
-    log = "\n".join(["$ npm run size", "Checking bundle", "Package size limit has exceeded by 12 kB",
+    log = "\n".join(["$ npm run size", "Checking bundle", "Bundle is 12 kB over its budget",
                      "The command \"npm run size\" exited with 1."])
     sig = extract_signature(log)
     assert (sig.rule, sig.matched_line) == ("generic.last_output", 3)
@@ -298,3 +298,174 @@ def test_cli_unknown_tool_lists_known_tools() -> None:
     result = CliRunner().invoke(mem, ["sig", "--tool", "nosuchtool"], input="x")
     assert result.exit_code == 2
     assert "unknown tool" in result.output and re.search(r"known tools: auto, npm", result.output)
+
+
+# --- choosing between lines: one hand-written log per rule that changes the choice -----------------
+
+_TRAVIS_OK = 'The command "{}" exited with 0.'
+_TRAVIS_FAIL = 'The command "{}" exited with 1.'
+
+CHOICE_CASES = {
+    # A step that reported success printed no root cause, however alarming its lines.
+    "survived_step": (
+        ["$ (cd ~/.cache/tool && git pull) || git clone https://example.org/tool.git ~/.cache/tool",
+         "fatal: not a git repository (or any of the parent directories): .git", "Cloning into '/home/ci/.cache/tool'...",
+         _TRAVIS_OK.format("(cd ~/.cache/tool && git pull) || git clone https://example.org/tool.git ~/.cache/tool"),
+         "$ ./check-startup.sh", "Loading init.el...", "Startup took 4.2 s, budget is 3 s",
+         _TRAVIS_FAIL.format("./check-startup.sh")],
+        "generic.last_output", 7),
+    # java.lang.X: message in a Scala build is Java's exception (logged by a passing test), not Python's.
+    "python_needs_python": (
+        ["$ sbt test", "[info] Loading project definition from /build/project",
+         "java.lang.IllegalArgumentException: simulated failure for the retry test",
+         "[info] - retries a failed request", "[info] - gives up after three attempts *** FAILED ***",
+         "[info]   3 was not equal to 2 (RetrySpec.scala:41)", _TRAVIS_FAIL.format("sbt test")],
+        "sbt.scalatest", 5),
+    # "FAILED:  1 Tests" is a count; Vim's report names the failing test below it.
+    "vim_found_errors": (
+        ["$ make test", "Executed Test_join_lines() in   0.002100 seconds", "Executed 310 tests in  12.5 seconds",
+         "Executed:  310 Tests", "  FAILED:     1 Tests", "", "Failures: ", "\tFrom test_join.vim:",
+         "\tFound errors in Test_join_lines():", "\tfunction RunTheTest[40]..Test_join_lines line 4: Expected 'a b' but got 'ab'",
+         "TEST FAILURE", "make: *** [report] Error 1", _TRAVIS_FAIL.format("make test")],
+        "vim.found_errors", 9),
+    # run-tests.php: the verdict line follows the diff; an expected failure (XFAIL) is no error.
+    "php_run_tests": (
+        ["$ make test", "XFAIL Symlink removal under open_basedir [tests/sec/symlink.phpt]   XFAIL REASON: cannot remove it yet",
+         "TEST 120/900 [2/2 concurrent test workers running]", "========DIFF========",
+         "003+ string(3) \"abc\"", "003- string(3) \"abd\"", "========DONE========",
+         "FAIL Trailing separator is kept [ext/str/tests/trailing.phpt] ", _TRAVIS_FAIL.format("make test")],
+        "php.run_tests_fail", 8),
+    # GHC prints the position first and the message below; a later step's docker error is a consequence.
+    "ghc_error": (
+        ['$ docker build -t "app:current" .', "[ 4 of 9] Compiling App.Parser ( src/App/Parser.hs, dist/App/Parser.o )",
+         "src/App/Parser.hs:38:10: error:", "    Not in scope: type constructor or class `Semigroup'",
+         _TRAVIS_FAIL.format('docker build -t "app:current" .'), '$ docker run "app:current" --version',
+         "docker: Error response from daemon: manifest for app:current not found.",
+         _TRAVIS_FAIL.format('docker run "app:current" --version')],
+        "haskell.ghc", 3),
+    "r_tests_failed": (
+        ["$ R CMD check app_1.0.tar.gz", "* checking tests ...", "  Running ‘testthat.R’", " ERROR",
+         "Running the tests in ‘tests/testthat.R’ failed.", "Last 13 lines of output:",
+         "  ── 1. Failure: parses numbers (@test-parser.R#12) ──", "  Error: testthat unit tests failed", "  Execution halted",
+         _TRAVIS_FAIL.format("R CMD check app_1.0.tar.gz")],
+        "r.tests_failed", 5),
+    # "* checking X ... ERROR" heads the line that says what is wrong.
+    "r_check_header": (
+        ["$ R CMD check app_1.0.tar.gz", "* checking package dependencies ... ERROR",
+         "Namespace dependency not required: ‘jsonlite’", "", "See section ‘The DESCRIPTION file’ in the manual.",
+         _TRAVIS_FAIL.format("R CMD check app_1.0.tar.gz")],
+        "r.check_error", 3),
+    # Emacs: the header hands over to the backtrace's first frame, which repeats the error.
+    "emacs_backtrace": (
+        ["$ emacs --batch -l init.el", "Loading /build/init.el (source)...",
+         "Couldn't install optional package `ido-extra': (error \"Package `emacs-27.1' is unavailable\")",
+         "Debugger entered--Lisp error: (void-function string-trim-left)", "  (string-trim-left \" x\")",
+         "  eval-buffer(#<buffer  *load*> nil \"/build/init.el\" nil t)", _TRAVIS_FAIL.format("emacs --batch -l init.el")],
+        "emacs.lisp_error", 5),
+    # Mocha prints the failure number alone when the title runs long; the count is only a summary.
+    "mocha_number_alone": (
+        ["$ mocha test/", "  2 passing (40ms)", "  1 failing", "", "  1)", "", "       unittests:: program reuse",
+         "         rebuilds when a reference changes:", "     AssertionError: expected 1 to equal 2",
+         _TRAVIS_FAIL.format("mocha test/")],
+        "mocha.number_alone", 5),
+    "karma_test": (
+        ["$ karma start --single-run", "Firefox 60.0.0 (Linux 0.0.0) parser rejects empty input FAILED",
+         "\tExpected function to throw an Error.", "Firefox 60.0.0 (Linux 0.0.0): Executed 40 of 40 (1 FAILED) (0.4 secs)",
+         _TRAVIS_FAIL.format("karma start --single-run")],
+        "karma.browser", 2),
+    # sbt-mima: each problem line says what broke compatibility; the summary only says that it did.
+    "mima_problem": (
+        ["$ sbt mimaReportBinaryIssues", "[info] Loading settings for project app",
+         "[error] app: Failed binary compatibility check against app:1.0.0! Found 1 potential problems",
+         "[error]  * method parse(java.lang.String)Int in object app.Parser does not have a correspondent in current version",
+         "[error]    filter with: ProblemFilters.exclude[DirectMissingMethodProblem](\"app.Parser.parse\")",
+         "[error] java.lang.RuntimeException: app: Binary compatibility check failed!",
+         _TRAVIS_FAIL.format("sbt mimaReportBinaryIssues")],
+        "sbt.mima", 4),
+    "xcode_compile": (
+        ["$ xcodebuild test -scheme App", "xcodebuild: error: Unable to find a destination matching the provided destination specifier:",
+         "▸ Compiling Parser.swift", "❌  /src/App/Parser.swift:97:2: unknown attribute 'memberwise'",
+         "** TEST FAILED **", _TRAVIS_FAIL.format("xcodebuild test -scheme App")],
+        "generic.xcode_error", 4),
+    "limit_exceeded": (
+        ["$ npm run size", "  Package size limit has exceeded by 1.2 KB", "  Size limit:   10 KB",
+         "  Package size: 11.2 KB with all dependencies", "  Try to reduce size or increase limit", _TRAVIS_FAIL.format("npm run size")],
+        "generic.limit_exceeded", 2),
+    # Test runners indent the exception under the test's title.
+    "indented_exception": (
+        ["$ cake test", "failed 1 and passed 310 tests", "  Parser handles empty input",
+         "    AssertionError: expected '' to equal 'x'", "      at eq (test/support/helpers.coffee:1:1)",
+         _TRAVIS_FAIL.format("cake test")],
+        "generic.exception_line", 4),
+    # name, padding, verdict: a test runner's result column.
+    "status_column": (
+        ["$ make test", "motions/word-forward                  PASS", "motions/word-backward                 FAIL",
+         "Tests ok 1/2", _TRAVIS_FAIL.format("make test")],
+        "generic.status_column", 3),
+    # A result line that says OK explains nothing, error words or not.
+    "passed_line": (
+        ["$ stack test", "  options", "    unknown option rejected:                 OK (0.01s)",
+         "    tables:                                  FAIL (0.06s)", "      --- tables.expected", "      +++ tables.actual",
+         _TRAVIS_FAIL.format("stack test")],
+        "generic.status_column", 4),
+    "rspec_load_error": (
+        ["$ bundle exec rspec", "An error occurred while loading ./spec/models/user_spec.rb.",
+         "Failure/Error: require 'rails_helper'", "SyntaxError:", "  unexpected end-of-input, expecting end",
+         "No examples found.", _TRAVIS_FAIL.format("bundle exec rspec")],
+        "ruby.rspec_load", 2),
+    # Latexmk's summary lists warnings; the check that failed printed the last lines.
+    "latexmk_warning": (
+        ['$ latexmk -pdf std; ! grep -e "Overfull" std.log', "Latexmk: Summary of warnings:",
+         "  Latex failed to resolve 12 reference(s)", "Overfull \\hbox (19.6pt too wide) in paragraph at lines 7256--7268",
+         _TRAVIS_FAIL.format('latexmk -pdf std; ! grep -e "Overfull" std.log')],
+        "generic.last_output", 4),
+    "purescript_error": (
+        ["$ purs compile src/**/*.purs", "[1 of 3] Compiling Data.Parser", "Error found:", "in module Data.Parser",
+         "at src/Data/Parser.purs:6:1 - 6:28 (line 6, column 1 - line 6, column 28)", "",
+         "  Module Data.Tokens was not found.", _TRAVIS_FAIL.format("purs compile src/**/*.purs")],
+        "purescript.error", 3),
+    # Erlang: the Common Test verdict, not a logger line at [error] level from the system under test.
+    "erlang_ct": (
+        ["$ make ct", "22:07:01.104 [error] Error in process <0.1364.0> on node 'ct@localhost' with exit value:",
+         "{badarg,[{erlang,binary_to_term,[<<>>],[]}]}", "%%% parser_SUITE ==> parses_numbers: FAILED",
+         "parser_SUITE:parses_numbers failed on line 42", "Reason: {badmatch,{error,timeout}}", _TRAVIS_FAIL.format("make ct")],
+        "erlang.ct_failed", 5),
+    # Erlang compile errors; a warning at a position is no error.
+    "erlang_compile": (
+        ["$ make", "test/fixture_helper.erl:3: Warning: behaviour gen_fixture undefined",
+         "Could not find Hex, which is needed to build dependency :json",
+         "src/app_parser.erl:91: field tokens undefined in record state", _TRAVIS_FAIL.format("make")],
+        "erlang.compile", 4),
+    "markdownlint_spaced": (
+        ["$ markdownlint pages/", "pages/common/tar.md: 10: MD007/ul-indent Unordered list indentation [Expected: 4; Actual: 1]",
+         "/home/ci/.ci/functions: line 104: test_result: No such file or directory", _TRAVIS_FAIL.format("markdownlint pages/")],
+        "lint.markdownlint", 2),
+    "vader_failed": (
+        ["$ test/run", "Starting Vader: test/workflow.vader", "    ( 1/3) [EXECUTE] installs plugins",
+         "    ( 2/3) [EXECUTE] (X) updates a pinned plugin", "      (X) Assertion failure", "/bin/bash: no-such-cmd: command not found",
+         "  Success/Total: 2/3", _TRAVIS_FAIL.format("test/run")],
+        "vim.vader_failed", 4),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHOICE_CASES))
+def test_rules_choose_the_explaining_line(case: str) -> None:
+    lines, rule, line = CHOICE_CASES[case]
+    sig = extract_signature("\n".join(lines))
+    assert (sig.rule, sig.matched_line) == (rule, line), sig.raw
+
+
+def test_a_position_line_signs_with_its_message() -> None:
+    head = ["$ cabal build", "[ 4 of 9] Compiling App.Parser ( src/App/Parser.hs, dist/App/Parser.o )", "src/App/Parser.hs:38:10: error:"]
+    first = extract_signature("\n".join([*head, "    Variable not in scope: tokens", "cabal: Failed to build app"]))
+    second = extract_signature("\n".join([*head, "    Not in scope: type constructor or class `Semigroup'", "cabal: Failed to build app"]))
+    assert first.rule == second.rule == "haskell.ghc" and first.matched_line == second.matched_line == 3
+    assert "Variable not in scope: tokens" in first.normalised
+    assert first.sig_sha != second.sig_sha
+
+
+def test_pass_lines_are_no_error_lines() -> None:
+    assert classify_line("auto", "    unknown option rejected:          OK (0.02s)") is None
+    assert classify_line("auto", "XFAIL Symlink removal [tests/sec/symlink.phpt]   XFAIL REASON: cannot remove it yet") is None
+    assert classify_line("auto", "FAIL Trailing separator is kept [ext/str/tests/trailing.phpt]") == "php.run_tests_fail"
+    assert classify_line("auto", "  Failed:     0 Tests") != "generic.fail_prefix"  # a count, not a message

@@ -53,6 +53,8 @@ class LineClass:
     kind: str
     weight: int
     points_next: bool = False
+    step_ok: bool = False
+    with_next: bool = False
 
 
 def resolve_tool(tool: str) -> str:
@@ -190,7 +192,11 @@ class RuleIndex:
             ):
                 continue
             if entry.matcher(text if rule.field == "text" else body):  # type: ignore[operator]
-                return LineClass(entry.tool, rule.name, rule.kind, entry.weight, rule.points_next), marker_tool
+                if rule.kind == "pass":
+                    return None, marker_tool  # reports success: no error line, whatever lighter rules say
+                return LineClass(
+                    entry.tool, rule.name, rule.kind, entry.weight, rule.points_next, rule.step_ok, rule.with_next
+                ), marker_tool
         return None, marker_tool
 
 

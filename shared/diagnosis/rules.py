@@ -11,7 +11,9 @@ Kinds:
 - ``summary``: a roll-up that says something failed (``Tests: 1 failed``, ``BUILD FAILURE``);
 - ``exit``: an exit-code line (``Process completed with exit code 1``, ``make: *** [all] Error 2``);
 - ``cascade``: a consequence or boiler-plate line that never explains anything (``A complete log of
-  this run can be found in``, ``could not compile due to previous error``).
+  this run can be found in``, ``could not compile due to previous error``);
+- ``pass``: a line that reports success although it holds error words (``unknown option:   OK``, an
+  expected failure): it is no error line at all, as if no rule matched it (lighter rules included).
 
 Only error, failure and summary lines can become the signature; ``weight`` (0-100) says how well
 the line explains the failure (the heaviest matching rule classifies a line). ``hint`` lists
@@ -22,7 +24,10 @@ same weight, the earlier table wins. Cascade and exit rules weigh 100 so that th
 loose generic ``exit_code`` and the info-level rules weigh less, so real errors still win). ``needs_marker`` rules are generic-looking (``Error: ...``) and only count as their
 tool's when that tool was named or its markers were seen earlier in the log. ``points_next`` rules
 are headers ("rake aborted!", "* What went wrong:") whose next non-blank line says what went wrong:
-that line becomes the candidate, with the header's rule and weight.
+that line becomes the candidate, with the header's rule and weight. ``with_next`` rules are positions
+whose message follows on the next line (GHC's ``src/X.hs:3:1: error:``): the line is the candidate and
+its signature text reads the next non-blank line too. ``step_ok`` rules are a CI step reporting
+success (``The command "x" exited with 0.``): what that step printed did not fail the job.
 
 Each rule carries an ``example`` line written for this project; the tests check that every rule
 matches its example, so the tables document themselves.
@@ -34,7 +39,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-RuleKind = Literal["error", "failure", "summary", "exit", "cascade"]
+RuleKind = Literal["error", "failure", "summary", "exit", "cascade", "pass"]
 CANDIDATE_KINDS: frozenset[str] = frozenset({"error", "failure", "summary"})
 
 
@@ -51,6 +56,8 @@ class Rule:
     field: Literal["body", "text"] = "body"
     needs_marker: bool = False
     points_next: bool = False
+    step_ok: bool = False
+    with_next: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,8 +89,12 @@ def _rule(
     field: Literal["body", "text"] = "body",
     needs_marker: bool = False,
     points_next: bool = False,
+    step_ok: bool = False,
+    with_next: bool = False,
 ) -> Rule:
-    return Rule(f"{tool}.{name}", re.compile(pattern), kind, weight, hint, example, field, needs_marker, points_next)
+    return Rule(
+        f"{tool}.{name}", re.compile(pattern), kind, weight, hint, example, field, needs_marker, points_next, step_ok, with_next
+    )
 
 
 def _table(
@@ -190,6 +201,8 @@ MOCHA = _table(
     [
         ("numbered", r"^\s*\d+\) \S.*", _o(kind="failure", weight=66, hint="^1) |^ 1) |^  1) |^   1) |^    1) |^2) |^ 2) |^  2) |^   2) |^    2) |^3) |^ 3) |^  3) |^   3) |^    3) |^4) |^ 4) |^  4) |^   4) |^    4) |^5) |^ 5) |^  5) |^   5) |^    5) |^6) |^ 6) |^  6) |^   6) |^    6) |^7) |^ 7) |^  7) |^   7) |^    7) |^8) |^ 8) |^  8) |^   8) |^    8) |^9) |^ 9) |^  9) |^   9) |^    9) ", needs_marker=True,
                                          example="  1) Parser parses numbers:")),
+        ("number_alone", r"^\s*\d+\)$", _o(kind="failure", weight=66, hint="0)$|1)$|2)$|3)$|4)$|5)$|6)$|7)$|8)$|9)$", needs_marker=True,
+                                            example="  1)")),
         ("failing", r"^\s*\d+ failing$", _o(kind="summary", weight=40, hint="failing", example="  2 failing")),
     ],
 )
@@ -198,8 +211,8 @@ KARMA = _table(
     "karma",
     (("karma", r"\bkarma\b"), ("executed ", r"Executed \d+ of \d+")),
     [
-        ("browser", r"^\S.*\(.+\) (?:ERROR|FAILED)$", _o(kind="failure", weight=80, hint="error$|failed$", needs_marker=True,
-                                                        example="Chrome 120.0 (Linux x86_64) ERROR")),
+        ("browser", r"^\S.*\(.+\)(?: \S.*)? (?:ERROR|FAILED)$", _o(kind="failure", weight=80, hint="error$|failed$", needs_marker=True,
+                                                        example="Chrome 120.0 (Linux x86_64) Parser parses numbers FAILED")),
         ("executed", r"Executed \d+ of \d+ .*\(\d+ FAILED\)", _o(kind="summary", weight=35, hint="executed ",
                                                                  example="Chrome 120.0 (Linux x86_64): Executed 10 of 10 (1 FAILED) (0.2 secs)")),
     ],
@@ -286,7 +299,7 @@ PYTHON = _table(
         ("chained", r"^(?:During handling of the above exception|The above exception was the direct cause)",
          _o(kind="cascade", weight=100, hint="above exception", example="During handling of the above exception, another exception occurred:")),
         ("exception", r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning)(?::\s?\S.*)?$",
-         _o(weight=86, hint="error:|exception:|exit:|interrupt|warning:|error$|exception$|exit$", example="ModuleNotFoundError: No module named 'yaml'")),
+         _o(weight=86, needs_marker=True, hint="error:|exception:|exit:|interrupt|warning:|error$|exception$|exit$", example="ModuleNotFoundError: No module named 'yaml'")),
         ("traceback", r"^Traceback \(most recent call last\):$", _o(kind="failure", weight=55, hint="traceback",
                                                                     example="Traceback (most recent call last):")),
     ],
@@ -439,6 +452,8 @@ DOCKER = _table(
          _o(weight=86, hint="pull access denied|manifest unknown|no basic auth|denied: requested|unauthorized: authentication|toomanyrequests",
            example="denied: requested access to the resource is denied")),
         ("copy", r"^(?:#\d+ )?(?:COPY|ADD) failed: ", _o(weight=88, hint="failed: ", example="COPY failed: file not found in build context")),
+        ("pulling", r"^Unable to find image '[^']+' locally$", _o(kind="cascade", weight=100, hint="unable to find image",
+                                                                example="Unable to find image 'alpine:3.19' locally")),
         ("daemon_down", r"Cannot connect to the Docker daemon", _o(weight=86, hint="docker daemon",
                                                                    example="Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?")),
     ],
@@ -527,6 +542,8 @@ RUBY = _table(
         ("bundler", r"^(?:Bundler could not find compatible versions|Could not find gem|An error occurred while installing|"
                     r"Gem::\w+Error|Bundler::\w+Error)",
          _o(weight=90, hint="bundler|could not find gem|error occurred while installing|gem::", example="An error occurred while installing nokogiri (1.16.0), and Bundler cannot continue.")),
+        ("rspec_load", r"^An error occurred (?:while loading \S+|in an? `?(?:before|after|around)\(:(?:suite|context|all)\)`? hook)",
+         _o(weight=86, hint="an error occurred", example="An error occurred while loading ./spec/parser_spec.rb.")),
         ("rubocop", r"^\S+\.rb:\d+:\d+: [EFW]: \S.*", _o(weight=82, hint=".rb:", example="lib/app.rb:3:1: E: Lint/Syntax: unexpected token")),
     ],
 )
@@ -542,6 +559,12 @@ PHP = _table(
                                                                              example="There was 1 failure:")),
         ("summary", r"^(?:FAILURES!|ERRORS!)$|^Tests: \d+, Assertions: \d+, (?:Failures|Errors): \d+",
          _o(kind="summary", weight=35, hint="failures!|errors!|assertions:", example="Tests: 5, Assertions: 9, Failures: 1.")),
+        # run-tests.php prints a test's verdict after its ========DIFF======== block: it closes the
+        # test's report (a summary of it), it does not open one.
+        ("run_tests_fail", r"^FAIL \S.* \[[^\]]+\.phpt\]", _o(kind="summary", weight=84, hint=".phpt]",
+                                                                example="FAIL Parser handles empty input [tests/parser/empty.phpt]")),
+        ("run_tests_ok", r"^(?:XFAIL|SKIP|PASS) \S.* \[[^\]]+\.phpt\]", _o(kind="pass", weight=100, hint=".phpt]",
+                                                                         example="XFAIL Parser keeps comments [tests/parser/comments.phpt]   XFAIL REASON: cannot keep them yet")),
         ("composer", r"^(?:Your requirements could not be resolved|\s+Problem \d+$|Installation failed, reverting)",
          _o(weight=86, hint="your requirements could not be resolved|problem |installation failed", example="Your requirements could not be resolved to an installable set of packages.")),
     ],
@@ -574,7 +597,10 @@ SBT = _table(
                                                   example="[info] - parses numbers *** FAILED ***")),
         ("compile", r"^\[error\] \S+\.(?:scala|java):\d+(?::\d+)?: \S.*", _o(weight=92, hint="[error]",
                                                                              example="[error] /src/main/scala/App.scala:12:5: not found: value parse")),
-        ("error", r"^\[error\] \S.*", _o(weight=64, hint="[error]", example="[error] (Compile / compileIncremental) javac returned non-zero exit code")),
+        ("mima", r"^\[error\]\s+\* \S.* in (?:current|other|new|old) version\b",
+         _o(weight=82, hint="in current version|in other version|in new version|in old version",
+            example="[error]  * method parse()Int in class app.Parser does not have a correspondent in current version")),
+        ("error", r"^\[error\] \S.*", _o(weight=64, hint="[error]", needs_marker=True, example="[error] (Compile / compileIncremental) javac returned non-zero exit code")),
         ("tests_failed", r"^\[info\] \*\*\* \d+ TESTS? FAILED \*\*\*", _o(kind="summary", weight=35, hint="failed",
                                                                            example="[info] *** 1 TEST FAILED ***")),
     ],
@@ -589,6 +615,102 @@ ELIXIR = _table(
                                                         example="  1) test parses numbers (App.ParserTest)")),
         ("summary", r"^\d+ (?:doctests?, )?(?:\d+ )?tests?, [1-9]\d* failures?", _o(kind="summary", weight=35, hint="failure",
                                                                                   example="10 tests, 1 failure")),
+    ],
+)
+
+HASKELL = _table(
+    "haskell",
+    (('] compiling ', r"^\[\s*\d+ of \d+\] Compiling "), ('cabal', r"^(?:\$ )?cabal "), ('stack ', r"^(?:\$ )?stack (?:build|test|setup)"),
+     ('preprocessing ', r"^Preprocessing (?:library|executable|test suite) ")),
+    [
+        # GHC puts the message on the lines after the position: the signature reads the next line too.
+        ("ghc", r"^\S+\.l?hs:(?:\d+:\d+(?:-\d+)?|\(\d+,\d+\)-\(\d+,\d+\)): error:",
+         _o(weight=90, hint=".hs:", with_next=True, example="src/Parser.hs:38:10: error:")),
+        ("cabal", r"^(?:cabal(?:\.exe)?|stack): (?!warning)\S.*", _o(weight=70, hint="cabal: |cabal.exe: |stack: ", needs_marker=True,
+                                                               example="cabal: Could not resolve dependencies:")),
+    ],
+)
+
+ERLANG = _table(
+    "erlang",
+    (('rebar', r"^(?:\$ )?(?:\./)?rebar3? "), ('===> ', r"^===> (?:Verifying|Compiling|Fetching|Analyzing)"), ('erlc', r"\berlc\b"),
+     ('ct_run', r"\bct_run\b"), ('common test', r"Common Test")),
+    [
+        ("compile", r"^\S+\.[eh]rl:\d+:(?:\d+:)? (?![Ww]arning:)\S.*", _o(weight=88, hint=".erl:|.hrl:",
+                                                                       example="src/app_parser.erl:91: variable 'Tokens' is unbound")),
+        ("ct_failed", r"^\w+:\w+ failed on line \d+$", _o(kind="failure", weight=82, hint="failed on line",
+                                                          example="parser_SUITE:parses_numbers failed on line 42")),
+        ("eunit", r"^\s*\w+: \w+\.\.\.\*failed\*$", _o(kind="failure", weight=82, hint="*failed*",
+                                                        example="app_parser_tests: parse_test...*failed*")),
+    ],
+)
+
+R = _table(
+    "r",
+    (('* checking ', r"^\* checking "), ('* installing ', r"^\* installing "), ('r cmd ', r"\bR CMD (?:check|build|INSTALL)\b"),
+     ('testthat', r"\btestthat\b")),
+    [
+        ("tests_failed", r"^Running the tests in [‘'][^’']+[’'] failed\.$", _o(kind="failure", weight=82, hint="running the tests in",
+                                                                             example="Running the tests in ‘tests/testthat.R’ failed.")),
+        # "* checking X ... ERROR" heads the lines that say what is wrong.
+        ("check_error", r"^\* checking .+ \.\.\. ERROR$", _o(kind="failure", weight=80, hint="* checking ", points_next=True,
+                                                            example="* checking examples ... ERROR")),
+        # Suggested packages only give a NOTE; a required one stops the check.
+        ("not_available", r"^Packages? required(?: and available)? but not available: ",
+         _o(weight=88, hint="but not available", example="Package required but not available: ‘jsonlite’")),
+        ("testthat_failure", r"^\s*(?:── )?(?:\d+\. (?:Failure|Error)(?: \([^)]*\))?: |(?:Failure|Error) \([^)]+\): )\S",
+         _o(kind="failure", weight=80, hint="failure|error", needs_marker=True,
+            example="── 1. Failure: parses numbers (@test-parser.R#12) ──────────")),
+    ],
+)
+
+EMACS = _table(
+    "emacs",
+    (('debugger entered', r"^Debugger entered--"), ('emacs', r"\bemacs\b"), ('ert', r"^Running \d+ tests? \("), ('.el', r"^Loading \S+\.el\b")),
+    [
+        # The header names the error; its first backtrace frame ("signal(error ...)") says it again
+        # together with where it was raised, and is the line to show.
+        ("lisp_error", r"^Debugger entered--Lisp error: \(\S.*", _o(kind="error", weight=88, hint="debugger entered--lisp error",
+                                                                  points_next=True, example="Debugger entered--Lisp error: (void-function parse)")),
+        ("byte_compile", r"^\S+\.el:\d+:\d+:\s?Error: \S.*", _o(weight=88, hint=".el:", example="parser.el:12:1:Error: Symbol’s value as variable is void: tokens")),
+        ("ert_failed", r"^\s+FAILED\s+\d+/\d+\s+\S+", _o(kind="failure", weight=80, hint="failed ",
+                                                          example="   FAILED  2/5  parser-test-numbers")),
+        ("ert_summary", r"^Ran \d+ tests?, \d+ results? as expected, [1-9]\d* unexpected", _o(kind="summary", weight=40, hint="unexpected",
+                                                                                           example="Ran 5 tests, 4 results as expected, 1 unexpected")),
+    ],
+)
+
+VIM = _table(
+    "vim",
+    (('executed test_', r"^Executed Test_\w+\(\) in "), ('vader', r"\bVader\b"), ('test results:', r"^Test results:$")),
+    [
+        ("found_errors", r"^\s*Found errors in \S+\(\):$", _o(kind="failure", weight=84, hint="found errors in",
+                                                          example="Found errors in Test_parse_numbers():")),
+        ("old_test", r"^\s*test\w+ FAILED$", _o(kind="failure", weight=70, hint="failed$", needs_marker=True, example="test72 FAILED")),
+        ("vader_failed", r"^\s*\(\s*\d+/\d+\) \[[ A-Z]+\] \(X\) \S.*", _o(kind="failure", weight=84, hint="(x) ",
+                                                                        example="    ( 53/138) [EXECUTE] (X) parses numbers")),
+    ],
+)
+
+LATEX = _table(
+    "latex",
+    (('this is pdftex|this is xetex|this is luatex|this is luahbtex', r"^This is (?:pdf|Xe|Lua|LuaHB)TeX, Version "), ('latexmk', r"^Latexmk: "), ('latex2e <', r"^LaTeX2e <")),
+    [
+        ("error", r"^! \S.*", _o(weight=88, hint="^! ", needs_marker=True, example="! Undefined control sequence.")),
+        ("latex_error", r"(?:La)?TeX Error: \S.*|^! LaTeX Error: \S.*", _o(weight=90, hint="tex error: ",
+                                                                       example="! LaTeX Error: File `tikz.sty' not found.")),
+        # Latexmk's "Summary of warnings" lists warnings, not the error that stopped the build.
+        ("latexmk_warning", r"^\s*Latex failed to resolve \d+ (?:reference|citation)\(s\)", _o(kind="cascade", weight=100, hint="latex failed to resolve",
+                                                                                           example="  Latex failed to resolve 12 reference(s)")),
+    ],
+)
+
+PURESCRIPT = _table(
+    "purescript",
+    (('purs ', r"^(?:\$ )?(?:npx )?(?:purs|pulp|spago) "), ('compiling ', r"^\[\d+ of \d+\] Compiling [A-Z]")),
+    [
+        # "Error found:" / "Error 1 of 3:" head the module, position and message lines.
+        ("error", r"^\s*Error (?:found|\d+ of \d+):$", _o(weight=82, hint="error found:| of ", with_next=True, example="Error found:")),
     ],
 )
 
@@ -628,7 +750,7 @@ LINT = _table(
                                                                     example="✖ 3 problems (3 errors, 0 warnings)")),
         ("flake8", r"^\S+\.py:\d+:\d+: [EFWC]\d{3} \S.*", _o(weight=80, hint=".py:", example="app/main.py:3:1: F401 'os' imported but unused")),
         ("shellcheck", r"\bSC\d{4}\b", _o(weight=76, hint="sc1|sc2|sc3", example="In deploy.sh line 3: SC2086: Double quote to prevent globbing")),
-        ("markdownlint", r"^\S+\.md:? ?\d+(?::\d+)? MD\d{3}", _o(weight=80, hint=".md", example="docs/index.md:12 MD012/no-multiple-blanks Multiple consecutive blank lines")),
+        ("markdownlint", r"^\S+\.md:? ?\d+(?::\d+)?:? MD\d{3}", _o(weight=80, hint=".md", example="docs/index.md:12 MD012/no-multiple-blanks Multiple consecutive blank lines")),
         ("prettier", r"(?:Code style issues found|Forgot to run Prettier\?)", _o(kind="summary", weight=56, hint="code style issues|forgot to run prettier",
                                                                                  example="[warn] Code style issues found in the above file. Forgot to run Prettier?")),
     ],
@@ -671,6 +793,9 @@ GENERIC = _table(
         ("ci_exit", r"^(?:##\[error\])?(?:Error: )?Process completed with exit code [1-9]\d*|^The command \".*\" (?:failed and )?exited with [1-9]\d*|"
                     r"^(?:Done\. )?Your build exited with [1-9]|^ERROR: Job failed: |^Error: The operation was canceled",
          _o(kind="exit", weight=100, hint="process completed with exit code|exited with|your build exited|job failed|operation was canceled", example="##[error]Process completed with exit code 1.")),
+        # A step that reports success: what it printed did not fail the job.
+        ("ci_exit_ok", r"^The command \".*\" exited with 0\.?$",
+         _o(kind="cascade", weight=100, hint="exited with 0", step_ok=True, example="The command \"pushd source\" exited with 0.")),
         ("exit_code", r"(?i)\b(?:exit(?:ed)? (?:with )?(?:code|status)|exited with(?= [1-9])|returned (?:a )?non-zero (?:exit )?(?:code|status)|"
                       r"exit status)[:= ]+[1-9]\d*\b",
          _o(kind="exit", weight=60, hint="exit|non-zero", example="script exited with code 2")),
@@ -687,13 +812,23 @@ GENERIC = _table(
          _o(weight=88, hint="error", example="lib/parse.ml:12:5: error: unbound value parse")),
         ("error_prefix", r"^\s*(?:ERROR|Error|error|FATAL|Fatal|fatal)(?:\[[\w-]+\])?(?: in [^:]+)?\s?:\s*\S.*",
          _o(weight=58, hint="error|fatal", example="fatal: repository 'https://example.org/x.git/' not found")),
-        ("fail_prefix", r"^\s*(?:FAIL|FAILED|Fail|Failed|fail|failed)\s*[:!]\s*\S.*",
+        ("fail_prefix", r"^\s*(?:FAIL|FAILED|Fail|Failed|fail|failed)\s*[:!]\s*(?!\d)\S.*",
          _o(kind="failure", weight=62, hint="fail", example="fail: [string \"codec.lua\"]:12: no such hash")),
+        ("tool_error", r"^[\w.+-]+: (?:fatal )?error: \S.*", _o(weight=60, hint="error: ",
+                                                                example="xcodebuild: error: Unable to find a destination matching the provided destination specifier")),
+        ("xcode_error", r"❌\s+\S+:\d+:\d+: \S.*", _o(weight=88, hint="❌", example="❌  /src/App/Parser.swift:97:2: unknown attribute 'memberwise'")),
+        ("limit_exceeded", r"(?i)\blimit (?:has )?(?:been )?exceeded\b|\bexceed(?:s|ed)? the (?:\w+ )?limit\b",
+         _o(weight=60, hint="exceeded|exceed", example="Package size limit has exceeded by 12 kB")),
+        ("status_column", r"^\s*\S(?:.*\S)?\s{2,}(?:FAIL|FAILED|ERROR)(?: \([\d.]+m?s\))?$", _o(kind="failure", weight=60, hint="fail$|failed$|error$|fail (",
+                                                                             example="parser/numbers              FAIL")),
+        # A test result line that says the test passed ("unknown option:     OK") explains no failure.
+        ("passed_line", r"^\s*\S.*\s(?:OK|ok|PASS|PASSED|passed)(?: \([\d.]+m?s\))?$", _o(kind="pass", weight=75, hint="ok$|pass$|passed$|ok (|pass (|passed (",
+                                                                   example="unknown option rejected:     OK")),
         ("usage_error", r"(?i)^\s*(?:usage error|flag provided but not defined|unknown (?:option|flag|command|argument)|"
                         r"invalid option|unrecognized (?:option|arguments?)|illegal option)\b",
          _o(weight=70, hint="usage error|flag provided but not defined|unknown option|unknown flag|unknown command|unknown argument|invalid option|unrecognized|illegal option",
             example="flag provided but not defined: -verbose")),
-        ("exception_line", r"^(?:[\w.$]+\.)?[A-Z]\w*(?:Error|Exception)\b(?::\s?\S.*)?$",
+        ("exception_line", r"^\s*(?:[\w.$]+\.)?[A-Z]\w*(?:Error|Exception)\b(?::\s?\S.*)?$",
          _o(weight=66, hint="error|exception", example="ParseError: unexpected end of input")),
         ("assertion", r"(?i)^\s*(?:Assertion(?:Error)? failed|assertion failed|Assert\.\w+\(\) Failure)\b",
          _o(weight=72, hint="assertion failed|assertionerror failed|() failure", example="Assertion failed: (n > 0), function parse, file parse.c, line 12.")),
@@ -709,7 +844,7 @@ GENERIC = _table(
          _o(weight=40, hint="cannot|can't|could not|couldn't|unable to|failed to", example="Could not open input file: artisan")),
         ("test_failed", r"(?i)\b(?:tests?|specs?|examples?|checks?)\b.*(?<![\w/.-])(?<!\b0 )fail(?:ed|ure|ures|ing)?(?![\w-]|\.\w)|(?-i:(?<![\w/.-])FAIL(?:ED)?\b(?:[:!]?\s+\S|\s*$))|\[FAIL\]|✗|✘|✖|❌",
          _o(kind="failure", weight=34, hint="fail|✗|✘|✖|❌", example="✗ parses numbers")),
-        ("file_line_message", r"^(?:\./)?[\w./\\-]+\.[A-Za-z]\w{0,7}:\s?\d+(?::\d+)?(?::|\s)\s*\S.*",
+        ("file_line_message", r"^(?:\./)?[\w./\\-]+\.[A-Za-z]\w{0,7}:\s?\d+(?::\d+)?(?::|\s)\s*(?!(?:[Ww]arning|WARNING|[Nn]ote|NOTE|[Ii]nfo|INFO)\b)\S.*",
          _o(weight=34, hint=".md:|.py:|.js:|.ts:|.rb:|.go:|.c:|.h:|.cc:|.cpp:|.hpp:|.java:|.kt:|.scala:|.swift:|.m:|.mm:|.rs:|.php:|.vim:|.lua:|.pl:|.pm:|.sh:|.txt:|.yml:|.yaml:|.json:|.ex:|.exs:|.erl:|.hs:|.clj:|.el:|.ml:|.r:|.tex:|.coffee:|.css:|.scss:|.sass:|.less:|.html:|.vue:|.jsx:|.tsx:|.cs:|.fs:|.dart:|.groovy:|.rst:|.xml:|.toml:|.ini:|.cfg:", example="README.md:12: line longer than 80 characters")),
         ("warning_as_error", r"(?i)\bwarnings? (?:being )?treated as errors?\b",
          _o(weight=60, hint="treated as error", example="cc1: all warnings being treated as errors")),
@@ -726,7 +861,9 @@ GENERIC = _table(
 # Order matters only for ties between tables (same weight, same line): earlier tables win.
 TOOL_TABLES: tuple[ToolRules, ...] = (
     NPM, YARN, PNPM, JEST, MOCHA, KARMA, NODE, CARGO, GO, PYTEST, PYTHON, PIP, MAVEN, GRADLE, JAVA, MAKE, GCC, DOCKER,
-    KUBECTL, KUBERNETES, TERRAFORM, HELM, RUBY, PHP, DOTNET, SBT, ELIXIR, PESTER, TAP, LINT, MOZILLA, AWESOME_BOT, GENERIC,
+    KUBECTL, KUBERNETES, TERRAFORM, HELM, RUBY, PHP, DOTNET, SBT, ELIXIR, HASKELL, PURESCRIPT, ERLANG, R, EMACS, VIM, LATEX,
+    PESTER, TAP, LINT,
+    MOZILLA, AWESOME_BOT, GENERIC,
 )
 
 KNOWN_TOOLS: tuple[str, ...] = tuple(t.tool for t in TOOL_TABLES)
@@ -738,5 +875,7 @@ TOOL_ALIASES: dict[str, str] = {
     "ld": "gcc", "cmake": "make", "k8s": "kubernetes", "kube": "kubernetes", "tf": "terraform", "nodejs": "node",
     "node.js": "node", "yarnpkg": "yarn", "rspec": "ruby", "minitest": "ruby", "bundler": "ruby", "phpunit": "php",
     "composer": "php", "scala": "sbt", "mix": "elixir", "prove": "tap", "perl": "tap", "eslint": "lint",
-    "flake8": "lint", "auto": "auto",
+    "flake8": "lint", "ghc": "haskell", "cabal": "haskell", "stack": "haskell", "rebar": "erlang", "rebar3": "erlang",
+    "erl": "erlang", "rscript": "r", "elisp": "emacs", "vimscript": "vim", "tex": "latex", "latexmk": "latex",
+    "purs": "purescript", "auto": "auto",
 }

@@ -10,7 +10,7 @@ How the line is chosen (root cause over consequence):
 2. each candidate scores its rule's weight, plus a bonus when it sits in the first CI step that
    ended with a failing exit code (Travis ``The command "x" exited with 1``, GitHub Actions
    ``Process completed with exit code 1``); a failed step with no error-looking line offers its last
-   output line instead ("Package size limit has exceeded by 12 kB");
+   output line instead ("Bundle is 12 kB over its budget");
 3. header rules ("rake aborted!", "* What went wrong:") hand their weight to the next line;
 4. the highest score wins, and among equals the earliest line; when the winner repeats an earlier
    line (same text but for numbers), the earlier one is reported: the first error explains the rest.
@@ -43,6 +43,9 @@ WEAK_WEIGHT = 30
 # Error lines listed in ``errors`` need at least this weight.
 ERROR_LIST_WEIGHT = 50
 FAILED_STEP_BONUS = 25
+# A CI step that reported success (Travis ``The command "x" exited with 0.``) was survived: its lines
+# did not fail the job ("fatal: not a git repository" before ``|| git clone``), so they lose this much.
+SURVIVED_STEP_PENALTY = 30
 # A failed step with no error-looking line: its last output line, as weak evidence.
 LAST_OUTPUT_RULE = "generic.last_output"
 LAST_OUTPUT_WEIGHT = 30
@@ -158,7 +161,9 @@ class _Scan:
         # The last lines with their numbers, for the context of a step's last output line.
         self.recent: deque[tuple[int, str]] = deque(maxlen=CONTEXT_BEFORE + CONTEXT_AFTER + 2)
         self.open: list[_Candidate] = []
+        # The best line of the current step, and of the steps before it (survived ones penalised).
         self.step_best: _Candidate | None = None
+        self.step_failed = False
         self.step_last: tuple[int, str] | None = None
         self.failed_best: _Candidate | None = None
         self.overall_best: _Candidate | None = None
@@ -214,7 +219,7 @@ class _Scan:
             self.marker_counts[marker] = self.marker_counts.get(marker, 0) + 1
         if _STEP_START_RE.match(body):
             # A CI step starts: its command line ("$ make test") is never an error line itself.
-            self.step_best = None
+            self._close_step(survived=False)
             self.step_last = None
             self.quiet.clear()
             return
@@ -225,6 +230,8 @@ class _Scan:
                 self.header = None
         elif cls.kind == "exit":
             self._exit(cls)
+        elif cls.step_ok:
+            self._close_step(survived=True)
         elif cls.kind in CANDIDATE_KINDS:
             self._set_last(raw)
             if self.header is not None:
@@ -246,15 +253,26 @@ class _Scan:
                 return line_no, raw
         return self.step_last
 
+    def _close_step(self, *, survived: bool) -> None:
+        """Fold the current step's best line into the overall best; a survived step's loses weight."""
+        best = self.step_best
+        if best is not None:
+            if survived and not self.step_failed and best is not self.failed_best:
+                best.score -= SURVIVED_STEP_PENALTY
+            self.overall_best = _better(self.overall_best, best)
+        self.step_best = None
+        self.step_failed = False
+
     def _exit(self, cls: LineClass) -> None:
         self.failing_exit_seen = True
+        self.step_failed = True
         if cls.weight < 100 or self.failed_best is not None:
             return
         best = self.step_best
         last = self._last_output()
         if (best is None or best.cls.weight < WEAK_WEIGHT) and last is not None:
             # Nothing in the failed step looks like an error: its last output line is the best guess
-            # ("No Rakefile found", "Package size limit has exceeded").
+            # ("No Rakefile found", "Bundle is 12 kB over its budget").
             best = self._last_output_candidate(*last)
         if best is not None:
             best.score += FAILED_STEP_BONUS
@@ -284,15 +302,14 @@ class _Scan:
             self.open.append(cand)
         if cls.weight >= ERROR_LIST_WEIGHT and len(self.errors) <= self.max_errors:
             self.errors.append(ErrorLine(self.line_no, _shown(raw), cls.rule))
-        new_step = _better(self.step_best, cand)
-        new_overall = _better(self.overall_best, cand)
-        if (new_step is cand or new_overall is cand) and cand not in self.open:
+        self.step_best = _better(self.step_best, cand)
+        if self.step_best is cand and cand not in self.open:
             self.open.append(cand)
-        self.step_best, self.overall_best = new_step, new_overall
 
     def result(self) -> Signature:
         """The signature of everything fed so far."""
-        chosen = _better(self.overall_best, self.failed_best)
+        # The last step may be cut off (no exit line yet): it is not penalised.
+        chosen = _better(_better(self.overall_best, self.step_best), self.failed_best)
         best = chosen.first if chosen is not None and chosen.first is not None else chosen
         fallback_tool = self.named if self.named != "auto" else _most_marked(self.marker_counts)
         if chosen is None or best is None or (chosen.cls.weight < WEAK_WEIGHT and not self.failing_exit_seen):
@@ -305,7 +322,12 @@ class _Scan:
             sig_tool = best.cls.tool
         else:
             sig_tool = best.marker_tool or fallback_tool
-        normalised = signature_text(best.body)
+        body = best.body
+        if best.cls.with_next:
+            # The message is on the next line ("src/X.hs:3:1: error:" then "Variable not in scope: f").
+            following = next((split_line(r)[1] for r in best.after if _has_content(r)), "")
+            body = f"{body} {following}"
+        normalised = signature_text(body)
         others = tuple(e for e in self.errors if e.line != best.line_no)[: self.max_errors]
         return Signature(
             found=True,
