@@ -8,7 +8,8 @@ whose names start with ``v`` (``v``, ``v2``, ...), only the first of those group
 match; the rest of the match is context that stays (``pid=<pid>``, ``x.py:<ln>``, ``I<ts> ...``).
 
 The patterns are applied one after the other in :data:`NOISE_PATTERNS` order; a pattern never sees
-inside an earlier placeholder (no pattern matches ``<`` or ``>``). Nothing depends on locale, time zone
+inside an earlier placeholder (no pattern matches ``<`` or ``>``, but for Erlang's ``<0.42.0>`` process ids,
+whose digits no placeholder holds). Nothing depends on locale, time zone
 or dictionary order.
 
 Speed matters (every log line of the optimizer goes through here), so each regex starts with a literal
@@ -239,6 +240,8 @@ NOISE_PATTERNS: tuple[NoisePattern, ...] = (
         ("\\d", "pid|process|tid|thread|goroutine"),
     ),
     _p("pid", r"\[(?<=[A-Za-z]\[)(?P<v>\d+)\](?=:)|gw(?<!\wgw)(?P<v2>\d+)\b", "<pid>", ("\\d", "[|gw")),  # sshd[12]:, xdist gw3
+    # Erlang process ids: <0.1364.0>, <19038.1364.0> (node, process, serial).
+    _p("pid", r"<(?<![\w<]<)\d+\.\d+\.\d+>", "<pid>", ("\\d", "<")),
     # Pod names: web-7d4b9c8f6d-x2x7k -> web-<pod>; job pods with one suffix need a digit to be told from words.
     _p(
         "pod_suffix",

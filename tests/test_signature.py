@@ -445,6 +445,59 @@ CHOICE_CASES = {
          "    ( 2/3) [EXECUTE] (X) updates a pinned plugin", "      (X) Assertion failure", "/bin/bash: no-such-cmd: command not found",
          "  Success/Total: 2/3", _TRAVIS_FAIL.format("test/run")],
         "vim.vader_failed", 4),
+    # sbt's test totals are a consequence; partest's "# Failed test paths" is no Perl test failure.
+    "sbt_totals": (
+        ["$ sbt test", "[info] Loading project definition from /build/project", "!!  12 - neg/t742.scala   [compilation failed]",
+         "##### Log file '/build/test/files/neg/t742-neg.log' from failed test #####", "", "error: head of empty list", "",
+         "# Failed test paths (this command will update checkfiles)", "partest --update-check \\",
+         "[error] Failed: Total 40, Failed 1, Errors 0, Passed 39", "[error] Failed tests:", _TRAVIS_FAIL.format("sbt test")],
+        "generic.error_prefix", 6),
+    "cobra_usage": (
+        ["$ docker build -t :current .", "invalid argument \":current\" for \"-t, --tag\" flag: invalid reference format",
+         "See 'docker build --help'.", _TRAVIS_FAIL.format("docker build -t :current .")],
+        "generic.usage_error", 2),
+    "webpack": (
+        ["$ npm run build", "> app@1.0.0 build /build", "> webpack", "Hash: 4b1e5c0f2a", "ERROR in ./src/app.js",
+         "Module not found: Error: Can't resolve './parser' in '/build/src'", " @ ./src/index.js 3:0-28",
+         "npm ERR! code ELIFECYCLE", _TRAVIS_FAIL.format("npm run build")],
+        "node.webpack_resolve", 6),
+    # The failed step's own error wins over what an earlier step that went on printed.
+    "gulp": (
+        ["$ npm ls", "npm ERR! missing: left-pad@1.3.0, required by app@1.0.0", "$ gulp",
+         "[02:22:53] Using gulpfile ~/build/app/gulpfile.js", "[02:22:53] Task never defined: default",
+         "[02:22:53] To list available tasks, try running: gulp --tasks", _TRAVIS_FAIL.format("gulp")],
+        "node.gulp_task", 5),
+    "ctest": (
+        ["$ ctest --output-on-failure", "Test project /build", "1/2 Test #1: lexer_test .......   Passed    0.01 sec",
+         "2/2 Test #2: parser_test ......***Failed    0.02 sec", "50% tests passed, 1 tests failed out of 2",
+         "The following tests FAILED:", "\t  2 - parser_test (Failed)", "Errors while running CTest",
+         _TRAVIS_FAIL.format("ctest --output-on-failure")],
+        "make.ctest_failed", 7),
+    "nunit": (
+        ["$ mono nunit3-console.exe App.Tests.dll", "Errors, Failures and Warnings", "",
+         "1) Failed : App.Tests.ParserTests.RejectsEmptyInput", "  Expected: 1", "  But was:  0",
+         "Test Run Summary", "  Overall result: Failed", _TRAVIS_FAIL.format("mono nunit3-console.exe App.Tests.dll")],
+        "dotnet.nunit", 4),
+    "gtest": (
+        ["$ ./parser_tests", "[==========] Running 2 tests from 1 test suite.", "[ RUN      ] ParserTest.Accepts",
+         "[       OK ] ParserTest.Accepts (0 ms)", "[ RUN      ] ParserTest.RejectsEmptyInput", "test/parser_test.cc:42: Failure",
+         "Expected equality of these values:", "[  FAILED  ] ParserTest.RejectsEmptyInput (1 ms)", "[  FAILED  ] 1 test, listed below:",
+         _TRAVIS_FAIL.format("./parser_tests")],
+        "gtest.failure", 6),
+    "busted": (
+        ["$ busted spec", "●●◼", "2 successes / 1 failure / 0 errors / 0 pending : 0.01 seconds", "",
+         "Failure → spec/parser_spec.lua @ 12", "parser rejects empty input", "spec/parser_spec.lua:14: Expected objects to be the same.",
+         _TRAVIS_FAIL.format("busted spec")],
+        "lua.busted", 5),
+    "clojure_test": (
+        ["$ lein test", "lein test app.parser-test", "", "FAIL in (parses-numbers) (parser_test.clj:12)",
+         "expected: (= 3 (parse \"3\"))", "  actual: (not (= 3 nil))", "", "Ran 4 tests containing 9 assertions.", "1 failures, 0 errors.",
+         "Tests failed.", _TRAVIS_FAIL.format("lein test")],
+        "clojure.test_failed", 4),
+    "tap_bail_out": (
+        ["$ prove -r t/", "t/00-load.t .. ok", "Bail out!  Cannot connect to the test database", "FAILED--Further testing stopped.",
+         _TRAVIS_FAIL.format("prove -r t/")],
+        "tap.bail_out", 3),
 }
 
 
@@ -469,3 +522,4 @@ def test_pass_lines_are_no_error_lines() -> None:
     assert classify_line("auto", "XFAIL Symlink removal [tests/sec/symlink.phpt]   XFAIL REASON: cannot remove it yet") is None
     assert classify_line("auto", "FAIL Trailing separator is kept [ext/str/tests/trailing.phpt]") == "php.run_tests_fail"
     assert classify_line("auto", "  Failed:     0 Tests") != "generic.fail_prefix"  # a count, not a message
+    assert classify_line("auto", "FAIL: test_parse_empty (tests.test_parser.ParserTest)") == "python.unittest"

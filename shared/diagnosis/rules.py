@@ -168,6 +168,13 @@ NODE = _table(
     "node",
     (('internal/', r"^\s+at .+ \((?:node:)?internal/"), ('node:internal', r"^node:internal/"), ('(node:', r"^\(node:\d+\) "), ('node.js v', r"^Node\.js v\d+")),
     [
+        ("webpack_error", r"^ERROR in (?:\./|\[|\S+\.\w+\b)\S*", _o(weight=82, hint="error in ", example="ERROR in ./src/app.js 12:4")),
+        ("webpack_resolve", r"^Module not found: Error: (?:Can't resolve|Cannot find) ", _o(weight=88, hint="module not found",
+                                                                                         example="Module not found: Error: Can't resolve './parser' in '/build/src'")),
+        ("gulp_task", r"^Task never defined: \S+", _o(weight=80, hint="task never defined", example="Task never defined: default")),
+        # gulp's verdict on a task whose own output said what went wrong.
+        ("gulp_errored", r"^'[^']+' errored after ", _o(kind="summary", weight=35, hint="errored after", example="'test' errored after 1.2 s")),
+        ("lerna", r"^lerna (?:ERR!|error) (?!\s*$)\S.*", _o(weight=70, hint="lerna ", example="lerna ERR! npm run test exited 1 in 'parser'")),
         ("module_not_found", r"^(?:Error: )?Cannot find module '[^']+'",
          _o(weight=90, hint="cannot find module", example="Error: Cannot find module 'express'")),
         ("uncaught", r"^(?:Uncaught |Unhandled(?:PromiseRejection)?\w*:? ?)?(?:Type|Reference|Syntax|Range|Eval|URI|Aggregate)Error(?: \[\w+\])?: \S",
@@ -218,6 +225,16 @@ KARMA = _table(
     ],
 )
 
+JASMINE = _table(
+    "jasmine",
+    (('specs, ', r"^\d+ specs?, \d+ failures?"), ('jasmine', r"\bjasmine\b")),
+    [
+        ("numbered", r"^\s*\d+\) \S.*", _o(kind="failure", weight=66, hint="^1) |^ 1) |^  1) |^2) |^ 2) |^  2) |^3) |^ 3) |^  3) |^4) |^5) |^6) |^7) |^8) |^9) ",
+                                           needs_marker=True, example="1) Parser rejects empty input")),
+        ("summary", r"^\d+ specs?, [1-9]\d* failures?", _o(kind="summary", weight=35, hint="specs, |spec, ", example="40 specs, 1 failure")),
+    ],
+)
+
 CARGO = _table(
     "cargo",
     (('compiling ', r"^\s*Compiling \S+ v\d"), ('finished `|finished dev|finished release|finished test', r"^\s*Finished (?:`?\w+`? profile|dev|release|test)"), ('running unittests|running `target|running target', r"^\s*Running (?:unittests|`?target/)"),
@@ -236,6 +253,7 @@ CARGO = _table(
                                                                                   example="error: failed to run custom build command for `openssl-sys v0.9.0`")),
         ("error", r"^error: (?!aborting|could not compile|build failed|test failed)\S.*",
          _o(weight=85, hint="error: ", needs_marker=True, example="error: failed to select a version for `serde`.")),
+        ("rustfmt", r"^Diff in \S+\.rs at line \d+:$", _o(weight=80, hint="diff in ", example="Diff in /build/src/parser.rs at line 12:")),
         ("test_stdout", r"^---- \S+ stdout ----$", _o(kind="failure", weight=82, hint="stdout ----",
                                                      example="---- tests::adds stdout ----")),
         ("test_failed", r"^test \S+ \.\.\. FAILED$", _o(kind="failure", weight=76, hint="... failed",
@@ -300,6 +318,8 @@ PYTHON = _table(
          _o(kind="cascade", weight=100, hint="above exception", example="During handling of the above exception, another exception occurred:")),
         ("exception", r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning)(?::\s?\S.*)?$",
          _o(weight=86, needs_marker=True, hint="error:|exception:|exit:|interrupt|warning:|error$|exception$|exit$", example="ModuleNotFoundError: No module named 'yaml'")),
+        ("unittest", r"^(?:ERROR|FAIL): \w+ \([\w.]+\)", _o(kind="failure", weight=84, hint="error: |fail: ",
+                                                             example="FAIL: test_parse (tests.test_parser.ParserTest)")),
         ("traceback", r"^Traceback \(most recent call last\):$", _o(kind="failure", weight=55, hint="traceback",
                                                                     example="Traceback (most recent call last):")),
     ],
@@ -325,7 +345,7 @@ JAVA = _table(
     "java",
     (('.java:', r"^\s+at [\w$.]+\([\w$]+\.java:\d+\)$"), ('exception in thread', r"^Exception in thread "), ('caused by: ', r"^Caused by: [\w$.]+")),
     [
-        ("javac", r"^\S+\.java:\d+: error: \S.*", _o(weight=94, hint=".java:", example="src/Main.java:12: error: cannot find symbol")),
+        ("javac", r"^(?:\s*\[javac\] )?\S+\.java:\d+: error: \S.*", _o(weight=94, hint=".java:", example="src/Main.java:12: error: cannot find symbol")),
         ("main_thread", r"^Exception in thread \"[^\"]*\" \S+", _o(weight=88, hint="exception in thread",
                                                                  example="Exception in thread \"main\" java.lang.IllegalStateException: no config")),
         ("exception", r"^(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Failure|Failed)\b(?::.*)?$",
@@ -378,6 +398,8 @@ GRADLE = _table(
          _o(weight=94, hint="e: file|e: /|e: c:", example="e: file:///src/main/kotlin/App.kt:12:5 Unresolved reference: parse")),
         ("test_failed", r"^\S.* > .+ FAILED$", _o(needs_marker=True, kind="failure", weight=86, hint="failed",
                                                  example="app.ParserTest > parses FAILED")),
+        ("checkstyle", r"^\[ant:checkstyle\] \[ERROR\] \S+:\d+(?::\d+)?: \S.*", _o(weight=86, hint="[ant:checkstyle]",
+                                                                                 example="[ant:checkstyle] [ERROR] /src/main/java/app/Parser.java:12:5: Missing a Javadoc comment. [JavadocMethod]")),
         ("task_failed", r"^> Task \S+ FAILED$", _o(kind="failure", weight=50, hint="failed", example="> Task :app:test FAILED")),
         ("what_went_wrong", r"^(?:> )?(?:Could not resolve|Could not find|Could not determine|Could not get|"
                             r"A problem occurred|Plugin .* not found|Failed to apply plugin)",
@@ -408,6 +430,11 @@ MAKE = _table(
         ("cmake", r"^CMake Error(?: at .+)?:", _o(weight=88, hint="cmake error", example="CMake Error at CMakeLists.txt:10 (find_package):")),
         ("cmake_incomplete", r"^-- Configuring incomplete, errors occurred!", _o(kind="cascade", weight=100, hint="configuring incomplete",
                                                                                  example="-- Configuring incomplete, errors occurred!")),
+        ("ctest_failed", r"^\s*\d+ - \S+ \((?:Failed|SEGFAULT|Timeout|Subprocess aborted|Child aborted|Exception|OTHER_FAULT|Not Run)\)$",
+         _o(kind="failure", weight=80, hint="failed)|segfault)|timeout)|aborted)|exception)|fault)|not run)",
+            example="\t 12 - parser_test (Failed)")),
+        ("ctest_summary", r"^\d+% tests passed, [1-9]\d* tests? failed out of \d+", _o(kind="summary", weight=35, hint="tests passed",
+                                                                                     example="92% tests passed, 1 tests failed out of 12")),
         ("configure", r"^configure: error: \S.*", _o(weight=90, hint="configure: error", example="configure: error: C compiler cannot create executables")),
     ],
 )
@@ -533,6 +560,16 @@ RUBY = _table(
                                                                                  example="(See full trace by running task with --trace)")),
         ("rspec_rerun", r"^rspec \./\S+:\d+ # \S.*", _o(kind="summary", weight=58, hint="rspec ./",
                                                         example="rspec ./spec/parser_spec.rb:12 # Parser parses numbers")),
+        ("rails_rerun", r"^(?:bin/)?rails test \S+:\d+$", _o(kind="summary", weight=58, hint="rails test ",
+                                                             example="rails test test/models/user_test.rb:12")),
+        ("cucumber_rerun", r"^cucumber(?: -p \S+)? \S+\.feature:\d+ # \S.*", _o(kind="summary", weight=58, hint="cucumber ",
+                                                                             example="cucumber features/login.feature:12 # Scenario: Logging in")),
+        ("cucumber_summary", r"^\d+ scenarios? \((?:\d+ \w+, )*[1-9]\d* failed", _o(kind="summary", weight=35, hint="scenario",
+                                                                                 example="3 scenarios (1 failed, 2 passed)")),
+        ("htmlproofer", r"^\s+\*\s+(?:External link|internal link|internally linking|image) \S+ (?:failed|does not exist|is not an HTTPS link)",
+         _o(kind="failure", weight=78, hint="link|image", example="  *  External link https://example.org/gone failed: 404 No error")),
+        ("htmlproofer_summary", r"HTML-Proofer found \d+ failures?!", _o(kind="summary", weight=40, hint="html-proofer found",
+                                                                     example="htmlproofer 3.19.2 | Error:  HTML-Proofer found 3 failures!")),
         ("examples", r"^\d+ examples?, [1-9]\d* failures?", _o(kind="summary", weight=35, hint="failure",
                                                                example="12 examples, 1 failure")),
         ("minitest_header", r"^\s*(?:Failure|Error):$", _o(needs_marker=True, kind="failure", weight=78, hint="failure:|error:",
@@ -544,7 +581,7 @@ RUBY = _table(
          _o(weight=90, hint="bundler|could not find gem|error occurred while installing|gem::", example="An error occurred while installing nokogiri (1.16.0), and Bundler cannot continue.")),
         ("rspec_load", r"^An error occurred (?:while loading \S+|in an? `?(?:before|after|around)\(:(?:suite|context|all)\)`? hook)",
          _o(weight=86, hint="an error occurred", example="An error occurred while loading ./spec/parser_spec.rb.")),
-        ("rubocop", r"^\S+\.rb:\d+:\d+: [EFW]: \S.*", _o(weight=82, hint=".rb:", example="lib/app.rb:3:1: E: Lint/Syntax: unexpected token")),
+        ("rubocop", r"^\S+\.(?:rb|rake|gemspec):\d+:\d+: [CEFRW]: \S.*", _o(weight=82, hint=".rb:", example="lib/app.rb:3:1: E: Lint/Syntax: unexpected token")),
     ],
 )
 
@@ -577,6 +614,8 @@ DOTNET = _table(
     [
         ("compile", r"\b(?:error|Error) (?:CS|MSB|NU|FS|BC|NETSDK)\d{4}: \S.*", _o(weight=93, hint="error ",
                                                                                   example="Program.cs(12,5): error CS0103: The name 'x' does not exist in the current context")),
+        ("nunit", r"^\s*\d+\) (?:Test (?:Failure|Error) : |Failed : |Error : )\S+", _o(kind="failure", weight=84, hint=") test failure|) test error|) failed :|) error :",
+                                                                                  example="1) Failed : App.Tests.ParserTests.RejectsEmptyInput")),
         ("xunit_fail", r"\[FAIL\]$", _o(needs_marker=True, kind="failure", weight=84, hint="[fail]", example="    App.Tests.ParserTests.Parses [FAIL]")),
         ("test_failed", r"^\s*Failed [\w.]+(?:\(.*\))?(?: \[[^\]]+\])?$", _o(needs_marker=True, kind="failure", weight=84, hint="failed ",
                                                                             example="  Failed App.Tests.ParserTests.Parses [12 ms]")),
@@ -591,7 +630,7 @@ SBT = _table(
      ('[info] tests|[info] all tests|[info] run completed', r"^\[info\] (?:Tests|All tests|Run completed)")),
     [
         ("cascade", r"^\[error\] (?:Total time:|\(.*\) sbt\.\w+Exception: (?:Tests unsuccessful|Compilation failed)|"
-                    r"Failed tests:|Error during tests:|one error found|\d+ errors found|\s*$|Use 'last' for the full log)",
+                    r"Failed tests:|Error during tests:|(?:Failed|Error|Passed): Total \d+, |one error found|\d+ errors found|\s*$|Use 'last' for the full log)",
          _o(kind="exit", weight=100, hint="[error]", example="[error] Total time: 12 s, completed 1 Jan 2026 10:00:00")),
         ("scalatest", r"\*\*\* FAILED \*\*\*", _o(kind="failure", weight=86, hint="*** failed ***",
                                                   example="[info] - parses numbers *** FAILED ***")),
@@ -610,6 +649,8 @@ ELIXIR = _table(
     "elixir",
     (('mix ', r"^(?:\$ )?mix "), ('finished in ', r"^Finished in [\d.]+ seconds \("), ('==> ', r"^==> \w+$"), ('compiling ', r"^Compiling \d+ files? \(\.exs?\)")),
     [
+        ("compile_banner", r"^== Compilation error in file \S+ ==$", _o(weight=88, hint="compilation error in file",
+                                                                         example="== Compilation error in file lib/app/parser.ex ==")),
         ("exception", r"^\*\* \(\w+(?:\.\w+)*\) \S.*", _o(weight=90, hint="** (", example="** (CompileError) lib/app.ex:3: undefined function parse/1")),
         ("exunit", r"^\s+\d+\) test .+ \([\w.]+\)$", _o(kind="failure", weight=84, hint=") test ",
                                                         example="  1) test parses numbers (App.ParserTest)")),
@@ -638,8 +679,13 @@ ERLANG = _table(
     [
         ("compile", r"^\S+\.[eh]rl:\d+:(?:\d+:)? (?![Ww]arning:)\S.*", _o(weight=88, hint=".erl:|.hrl:",
                                                                        example="src/app_parser.erl:91: variable 'Tokens' is unbound")),
-        ("ct_failed", r"^\w+:\w+ failed on line \d+$", _o(kind="failure", weight=82, hint="failed on line",
+        # The verdict names the function that failed; the "Reason:" line below tells failures apart.
+        ("ct_failed", r"^\w+:\w+ failed on line \d+$", _o(kind="failure", weight=82, hint="failed on line", with_next=True,
                                                           example="parser_SUITE:parses_numbers failed on line 42")),
+        ("ct_case_failed", r"^%%% \w+ ==> \w+: FAILED$", _o(kind="failure", weight=80, hint="==> ",
+                                                          example="%%% parser_SUITE ==> parses_numbers: FAILED")),
+        ("ct_summary", r"TEST COMPLETE, [1-9]\d* failed", _o(kind="summary", weight=35, hint="test complete",
+                                                           example="Testing app.parser: TEST COMPLETE, 1 failed, 2 skipped of 40 test cases")),
         ("eunit", r"^\s*\w+: \w+\.\.\.\*failed\*$", _o(kind="failure", weight=82, hint="*failed*",
                                                         example="app_parser_tests: parse_test...*failed*")),
     ],
@@ -692,6 +738,59 @@ VIM = _table(
     ],
 )
 
+GTEST = _table(
+    "gtest",
+    (('[==========] running', r"^\[==========\] Running \d+ tests?"), ('[ run      ]', r"^\[ RUN      \] "), ('[       ok ]', r"^\[       OK \] ")),
+    [
+        ("failure", r"^\S+(?::\d+:|\(\d+\):) Failure$", _o(weight=86, hint=": failure|): failure", example="test/parser_test.cc:42: Failure")),
+        # googletest's verdict, also used by Neovim's busted output handler ("[  ERROR   ] spec.lua @ 12: name").
+        ("failed", r"^\[  (?:FAILED|ERROR) {1,3}\] (?!\d+ tests?, listed below)\S.*", _o(kind="failure", weight=80, hint="[  failed  ]|[  error   ]",
+                                                                                   example="[  FAILED  ] ParserTest.RejectsEmptyInput (3 ms)")),
+        ("summary", r"^\[  FAILED  \] \d+ tests?, listed below:$", _o(kind="summary", weight=35, hint="listed below",
+                                                                   example="[  FAILED  ] 1 test, listed below:")),
+    ],
+)
+
+LUA = _table(
+    "lua",
+    (('busted', r"\bbusted\b"), ('successes / ', r"^\d+ success(?:es)? / \d+ failures? / "), ('lua', r"^(?:\$ )?(?:lua|luajit|luarocks) ")),
+    [
+        ("busted", r"^(?:Failure|Error) (?:→|->) \S+ @ \d+", _o(kind="failure", weight=84, hint="failure →|error →|failure ->|error ->",
+                                                              example="Failure → spec/parser_spec.lua @ 12")),
+        ("busted_summary", r"^\d+ success(?:es)? / (?:[1-9]\d* failures? / \d+|\d+ failures? / [1-9]\d*) errors?",
+         _o(kind="summary", weight=35, hint="successes / |success / ", example="10 successes / 1 failure / 0 errors / 0 pending : 0.2 seconds")),
+        ("runtime", r"^(?:lua|luajit|luvit|resty)(?:\d[\d.]*)?: \S+:\d+: \S.*", _o(weight=86, hint="lua: |luajit: |luvit: |resty: |lua5",
+                                                                               example="lua: src/parser.lua:12: attempt to index a nil value (local 'token')")),
+    ],
+)
+
+CLOJURE = _table(
+    "clojure",
+    (('lein ', r"^(?:\$ )?lein "), ('testing ', r"^lein test "), ('ran ', r"^Ran \d+ tests? containing \d+ assertions?\.$")),
+    [
+        ("test_failed", r"^(?:FAIL|ERROR) in \(\S+\) \(\S+:\d+\)", _o(kind="failure", weight=84, hint="fail in (|error in (",
+                                                                  example="FAIL in (parses-numbers) (parser_test.clj:12)")),
+        ("syntax", r"^Syntax error (?:compiling|macroexpanding|reading source)\b.* at \(\S+:\d+(?::\d+)?\)", _o(weight=88, hint="syntax error ",
+                                                                                                   example="Syntax error compiling at (app/parser.clj:12:1).")),
+        ("summary", r"^\d+ failures?, \d+ errors?\.$", _o(kind="summary", weight=35, hint="failures, |failure, ",
+                                                       example="1 failures, 0 errors.")),
+    ],
+)
+
+XCODE = _table(
+    "xcode",
+    (('▸ ', r"^▸ (?:Building|Compiling|Linking|Running|Test Succeeded|Processing)"), ('xcodebuild', r"\bxcodebuild\b"),
+     ('test suite ', r"^Test Suite '.+' (?:started|passed|failed) at ")),
+    [
+        ("xcpretty_failed", r"^\s*✗ \S.*", _o(kind="failure", weight=72, hint="✗", needs_marker=True,
+                                             example="    ✗ testParseEmptyInput, XCTAssertEqual failed: (\"0\") is not equal to (\"1\")")),
+        ("test_case_failed", r"^Test Case '-\[\S+ \S+\]' failed", _o(kind="failure", weight=80, hint="test case '",
+                                                                    example="Test Case '-[AppTests.ParserTests testParseEmptyInput]' failed (0.012 seconds).")),
+        ("build_failed", r"^\*\* (?:BUILD|TEST|ARCHIVE|ANALYZE) FAILED \*\*$", _o(kind="summary", weight=35, hint="failed **",
+                                                                              example="** TEST FAILED **")),
+    ],
+)
+
 LATEX = _table(
     "latex",
     (('this is pdftex|this is xetex|this is luatex|this is luahbtex', r"^This is (?:pdf|Xe|Lua|LuaHB)TeX, Version "), ('latexmk', r"^Latexmk: "), ('latex2e <', r"^LaTeX2e <")),
@@ -729,10 +828,17 @@ TAP = _table(
     "tap",
     (('1..', r"^1\.\.\d+$"), ('ok 1|ok 2|ok 3|ok 4|ok 5|ok 6|ok 7|ok 8|ok 9', r"^ok \d+ "), ('# tests |# pass |# fail ', r"^# (?:tests|pass|fail) \d+"), ('.t ..', r"^t/\S+\.t \.\.+")),
     [
+        ("bail_out", r"^\s*Bail out!\s+\S.*", _o(weight=86, hint="bail out!", example="Bail out! database not reachable")),
         ("not_ok", r"^\s*not ok \d+\b", _o(kind="failure", weight=80, hint="not ok", example="not ok 3 - parses numbers")),
-        ("perl_failed_test", r"^#\s+Failed test ", _o(weight=82, hint="failed test", example="#   Failed test 'parses numbers'")),
+        ("perl_failed_test", r"^#\s+Failed test (?:'|at |in )", _o(weight=82, hint="failed test", example="#   Failed test 'parses numbers'")),
         ("dubious", r"Dubious, test returned [1-9]", _o(kind="failure", weight=76, hint="dubious",
                                                        example="t/parse.t .. Dubious, test returned 1 (wstat 256, 0x100)")),
+        ("perl_module", r"^Can't locate \S+\.pm in @INC", _o(weight=90, hint="can't locate",
+                                                          example="Can't locate JSON/XS.pm in @INC (you may need to install the JSON::XS module)")),
+        ("perl_begin", r"^BEGIN failed--compilation aborted", _o(kind="cascade", weight=100, hint="begin failed",
+                                                              example="BEGIN failed--compilation aborted at t/basic.t line 3.")),
+        ("sharness_summary", r"^# failed [1-9]\d* among \d+ test", _o(kind="summary", weight=40, hint="# failed",
+                                                                    example="# failed 1 among 40 test(s)")),
         ("perl_die", r"\S.* at \S+ line \d+\.$", _o(weight=66, hint=" line ", needs_marker=True,
                                                      example="t/basic.t .. Connection refused at t/basic.t line 17.")),
         ("prove_summary", r"^(?:Failed \d+/\d+ (?:test programs|subtests)|Result: FAIL|# fail\s+[1-9])",
@@ -751,6 +857,8 @@ LINT = _table(
         ("flake8", r"^\S+\.py:\d+:\d+: [EFWC]\d{3} \S.*", _o(weight=80, hint=".py:", example="app/main.py:3:1: F401 'os' imported but unused")),
         ("shellcheck", r"\bSC\d{4}\b", _o(weight=76, hint="sc1|sc2|sc3", example="In deploy.sh line 3: SC2086: Double quote to prevent globbing")),
         ("markdownlint", r"^\S+\.md:? ?\d+(?::\d+)?:? MD\d{3}", _o(weight=80, hint=".md", example="docs/index.md:12 MD012/no-multiple-blanks Multiple consecutive blank lines")),
+        ("tslint", r"^(?:ERROR: )?(?:\(\S+\) )?\S+\.[jt]sx?\[\d+, \d+\]: \S.*", _o(weight=82, hint=".ts[|.js[|.tsx[|.jsx[",
+                                                                           example="ERROR: (semicolon) src/app/parser.ts[12, 5]: Missing semicolon")),
         ("prettier", r"(?:Code style issues found|Forgot to run Prettier\?)", _o(kind="summary", weight=56, hint="code style issues|forgot to run prettier",
                                                                                  example="[warn] Code style issues found in the above file. Forgot to run Prettier?")),
     ],
@@ -805,6 +913,8 @@ GENERIC = _table(
         ("info_level", r"^(?:INFO|DEBUG|TRACE) +- |^\[taskcluster:(?:warn|info)\b|^level=(?:info|debug)\b",
          _o(kind="cascade", weight=65, hint="info -|debug -|trace -|[taskcluster:warn|[taskcluster:info|level=info|level=debug",
             field="text", example="INFO - retry: Calling run_command with args: [['tool', 'no such file']]")),
+        ("logfmt_error", r"^(?:time=\S+ )?level=(?:error|fatal|panic) msg=\S.*", _o(weight=70, hint="level=error|level=fatal|level=panic",
+                                                                                 example="level=error msg=\"Running error: context loading failed: no go files to analyze\"")),
         ("gha_annotation", r"^##\[error\](?!Process completed)\S.*|^::error(?: [^:]*)?::\S.*",
          _o(weight=70, hint="##[error]|::error", example="##[error]Unable to locate executable file: node")),
         # Compiler-style diagnostics every toolchain prints: file:line[:col]: error: message
@@ -819,14 +929,15 @@ GENERIC = _table(
         ("xcode_error", r"❌\s+\S+:\d+:\d+: \S.*", _o(weight=88, hint="❌", example="❌  /src/App/Parser.swift:97:2: unknown attribute 'memberwise'")),
         ("limit_exceeded", r"(?i)\blimit (?:has )?(?:been )?exceeded\b|\bexceed(?:s|ed)? the (?:\w+ )?limit\b",
          _o(weight=60, hint="exceeded|exceed", example="Package size limit has exceeded by 12 kB")),
-        ("status_column", r"^\s*\S(?:.*\S)?\s{2,}(?:FAIL|FAILED|ERROR)(?: \([\d.]+m?s\))?$", _o(kind="failure", weight=60, hint="fail$|failed$|error$|fail (",
+        ("status_column", r"^\s*\S(?:.*\S)?\s{2,}(?:FAIL|FAILED|ERROR)(?: \([\d.]+m?s\))?$", _o(kind="failure", weight=66, hint="fail$|failed$|error$|fail (",
                                                                              example="parser/numbers              FAIL")),
         # A test result line that says the test passed ("unknown option:     OK") explains no failure.
         ("passed_line", r"^\s*\S.*\s(?:OK|ok|PASS|PASSED|passed)(?: \([\d.]+m?s\))?$", _o(kind="pass", weight=75, hint="ok$|pass$|passed$|ok (|pass (|passed (",
                                                                    example="unknown option rejected:     OK")),
         ("usage_error", r"(?i)^\s*(?:usage error|flag provided but not defined|unknown (?:option|flag|command|argument)|"
-                        r"invalid option|unrecognized (?:option|arguments?)|illegal option)\b",
-         _o(weight=70, hint="usage error|flag provided but not defined|unknown option|unknown flag|unknown command|unknown argument|invalid option|unrecognized|illegal option",
+                        r"invalid option|unrecognized (?:option|arguments?)|illegal option|(?:illegal|invalid|unknown) switch|"
+                        r"invalid argument \"[^\"]*\" for(?= ))\b",
+         _o(weight=70, hint="usage error|flag provided but not defined|unknown option|unknown flag|unknown command|unknown argument|invalid option|unrecognized|illegal option|switch|invalid argument \"",
             example="flag provided but not defined: -verbose")),
         ("exception_line", r"^\s*(?:[\w.$]+\.)?[A-Z]\w*(?:Error|Exception)\b(?::\s?\S.*)?$",
          _o(weight=66, hint="error|exception", example="ParseError: unexpected end of input")),
@@ -860,9 +971,9 @@ GENERIC = _table(
 
 # Order matters only for ties between tables (same weight, same line): earlier tables win.
 TOOL_TABLES: tuple[ToolRules, ...] = (
-    NPM, YARN, PNPM, JEST, MOCHA, KARMA, NODE, CARGO, GO, PYTEST, PYTHON, PIP, MAVEN, GRADLE, JAVA, MAKE, GCC, DOCKER,
-    KUBECTL, KUBERNETES, TERRAFORM, HELM, RUBY, PHP, DOTNET, SBT, ELIXIR, HASKELL, PURESCRIPT, ERLANG, R, EMACS, VIM, LATEX,
-    PESTER, TAP, LINT,
+    NPM, YARN, PNPM, JEST, MOCHA, KARMA, JASMINE, NODE, CARGO, GO, PYTEST, PYTHON, PIP, MAVEN, GRADLE, JAVA, MAKE, GCC, DOCKER,
+    KUBECTL, KUBERNETES, TERRAFORM, HELM, RUBY, PHP, DOTNET, SBT, ELIXIR, HASKELL, PURESCRIPT, ERLANG, R, EMACS, VIM, GTEST, LUA,
+    CLOJURE, XCODE, LATEX, PESTER, TAP, LINT,
     MOZILLA, AWESOME_BOT, GENERIC,
 )
 
@@ -877,5 +988,6 @@ TOOL_ALIASES: dict[str, str] = {
     "composer": "php", "scala": "sbt", "mix": "elixir", "prove": "tap", "perl": "tap", "eslint": "lint",
     "flake8": "lint", "ghc": "haskell", "cabal": "haskell", "stack": "haskell", "rebar": "erlang", "rebar3": "erlang",
     "erl": "erlang", "rscript": "r", "elisp": "emacs", "vimscript": "vim", "tex": "latex", "latexmk": "latex",
-    "purs": "purescript", "auto": "auto",
+    "purs": "purescript", "googletest": "gtest", "busted": "lua", "luajit": "lua", "lein": "clojure",
+    "leiningen": "clojure", "xcodebuild": "xcode", "xcpretty": "xcode", "swift": "xcode", "auto": "auto",
 }
