@@ -127,13 +127,16 @@ _DROP_SET = frozenset(DROP_WORDS | {w.capitalize() for w in DROP_WORDS if len(w)
 # prose between them is rewritten word by word. Only run when a block holds one of the trigger characters.
 _SPANS = re.compile(
     r"(?=[`<\[!hf])(?:"  # a leading class lets the engine skip to candidates
-    r"(?P<code>(?P<ticks>`+)(?:(?!(?P=ticks)).)+?(?P=ticks))"
-    r"|(?P<comment><!--.*?-->)"
-    r"|(?P<badge>\[!\[[^\]\n]*\]\([^)\s]*\)\]\([^)\s]*\))"
-    r"|(?P<image>!\[(?P<alt>[^\]\n]*)\]\([^)\s]+(?:\s+\"[^\"\n]*\")?\))"
-    r"|(?P<link>\[(?P<text>[^\]\n]+)\]\((?P<target><[^>\n]*>|[^)\s]+)(?:\s+\"[^\"\n]*\")?\))"
-    r"|(?P<autolink><(?P<auto>https?://[^>\s]+)>)"
-    r"|(?P<url>(?<!\w)(?:https?|ftp)://[^\s<>\])]+))",
+    # Possessive parts that cannot run over the next opener: an unmatched backtick, "<!--", "[" or "]("
+    # in a huge paragraph must not make the engine scan the rest of it again for each one (linear time).
+    r"(?P<code>`[^`]{1,1000}+`|``(?:[^`]|`(?!`)){1,1000}+``|(?P<ticks>`{3,})(?:(?!(?P=ticks)).){1,1000}?(?P=ticks))"
+    r"|(?P<comment><!--(?:[^\n<-]|-(?!->)|<(?!!--)){0,300}+-->)"
+    r"|(?P<badge>\[!\[[^\[\]\n]{0,300}+\]\([^()\[\]\s]{0,2000}+\)\]\([^()\[\]\s]{0,2000}+\))"
+    r"|(?P<image>!\[(?P<alt>[^\[\]\n]{0,300}+)\]\([^()\[\]\s]{1,2000}+(?:[ \t]++\"[^\"\n]{0,300}+\")?\))"
+    r"|(?P<link>\[(?P<text>[^\[\]\n]{1,300}+)\]\((?P<target><[^<>\n]{0,2000}+>|[^()\[\]\s]{1,2000}+)"
+    r"(?:[ \t]++\"[^\"\n]{0,300}+\")?\))"
+    r"|(?P<autolink><(?P<auto>https?://[^<>\s]{1,2000}+)>)"
+    r"|(?P<url>(?<!\w)(?:https?|ftp)://[^\s<>\])]++))",
     re.DOTALL,
 )
 _SPAN_TRIGGERS = ("`", "<", "[", "://")
