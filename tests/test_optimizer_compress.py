@@ -472,3 +472,15 @@ def test_python_with_tabs_or_broken_syntax_falls_back_to_ast() -> None:
     with pytest.raises(CannotCompress) as info:
         compress_code("def f(:\n    return '''never closed\n", language="python")
     assert info.value.reason == "unparsable_python"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("piece", ["[x](", "![x](", "[![x](", "<!-- a ", "word ` ", "a `` b ", "*a ", "["])
+def test_text_pathological_markup_finishes(piece: str) -> None:
+    # Unclosed openers once made the span pattern rescan the rest of the paragraph for each one.
+    text = piece * (200_000 // len(piece))
+    try:
+        out = compress_text(text, query="pod down")
+    except CannotCompress:
+        out = text
+    assert len(out) <= len(text)
