@@ -208,7 +208,7 @@ MOCHA = _table(
     [
         ("numbered", r"^\s*\d+\) \S.*", _o(kind="failure", weight=66, hint="^1) |^ 1) |^  1) |^   1) |^    1) |^2) |^ 2) |^  2) |^   2) |^    2) |^3) |^ 3) |^  3) |^   3) |^    3) |^4) |^ 4) |^  4) |^   4) |^    4) |^5) |^ 5) |^  5) |^   5) |^    5) |^6) |^ 6) |^  6) |^   6) |^    6) |^7) |^ 7) |^  7) |^   7) |^    7) |^8) |^ 8) |^  8) |^   8) |^    8) |^9) |^ 9) |^  9) |^   9) |^    9) ", needs_marker=True,
                                          example="  1) Parser parses numbers:")),
-        ("number_alone", r"^\s*\d+\)$", _o(kind="failure", weight=66, hint="0)$|1)$|2)$|3)$|4)$|5)$|6)$|7)$|8)$|9)$", needs_marker=True,
+        ("number_alone", r"^\s*\d+\)$", _o(kind="failure", weight=66, hint="^1)$|^2)$|^3)$|^4)$|^5)$|^6)$|^7)$|^8)$|^9)$| 1)$| 2)$| 3)$| 4)$| 5)$| 6)$| 7)$| 8)$| 9)$| 0)$", needs_marker=True,
                                             example="  1)")),
         ("failing", r"^\s*\d+ failing$", _o(kind="summary", weight=40, hint="failing", example="  2 failing")),
     ],
@@ -567,7 +567,7 @@ RUBY = _table(
         ("cucumber_summary", r"^\d+ scenarios? \((?:\d+ \w+, )*[1-9]\d* failed", _o(kind="summary", weight=35, hint="scenario",
                                                                                  example="3 scenarios (1 failed, 2 passed)")),
         ("htmlproofer", r"^\s+\*\s+(?:External link|internal link|internally linking|image) \S+ (?:failed|does not exist|is not an HTTPS link)",
-         _o(kind="failure", weight=78, hint="link|image", example="  *  External link https://example.org/gone failed: 404 No error")),
+         _o(kind="failure", weight=78, hint="external link|internal link|internally linking|*  image", example="  *  External link https://example.org/gone failed: 404 No error")),
         ("htmlproofer_summary", r"HTML-Proofer found \d+ failures?!", _o(kind="summary", weight=40, hint="html-proofer found",
                                                                      example="htmlproofer 3.19.2 | Error:  HTML-Proofer found 3 failures!")),
         ("examples", r"^\d+ examples?, [1-9]\d* failures?", _o(kind="summary", weight=35, hint="failure",
@@ -661,8 +661,8 @@ ELIXIR = _table(
 
 HASKELL = _table(
     "haskell",
-    (('] compiling ', r"^\[\s*\d+ of \d+\] Compiling "), ('cabal', r"^(?:\$ )?cabal "), ('stack ', r"^(?:\$ )?stack (?:build|test|setup)"),
-     ('preprocessing ', r"^Preprocessing (?:library|executable|test suite) ")),
+    (('] compiling ', r"^\[\s*\d+ of \d+\] Compiling "), ('^cabal |^$ cabal ', r"^(?:\$ )?cabal "), ('^stack |^$ stack ', r"^(?:\$ )?stack (?:build|test|setup)"),
+     ('^preprocessing ', r"^Preprocessing (?:library|executable|test suite) ")),
     [
         # GHC puts the message on the lines after the position: the signature reads the next line too.
         ("ghc", r"^\S+\.l?hs:(?:\d+:\d+(?:-\d+)?|\(\d+,\d+\)-\(\d+,\d+\)): error:",
@@ -674,7 +674,7 @@ HASKELL = _table(
 
 ERLANG = _table(
     "erlang",
-    (('rebar', r"^(?:\$ )?(?:\./)?rebar3? "), ('===> ', r"^===> (?:Verifying|Compiling|Fetching|Analyzing)"), ('erlc', r"\berlc\b"),
+    (('^rebar|^$ rebar|^./rebar|^$ ./rebar', r"^(?:\$ )?(?:\./)?rebar3? "), ('===> ', r"^===> (?:Verifying|Compiling|Fetching|Analyzing)"), ('erlc ', r"\berlc "),
      ('ct_run', r"\bct_run\b"), ('common test', r"Common Test")),
     [
         ("compile", r"^\S+\.[eh]rl:\d+:(?:\d+:)? (?![Ww]arning:)\S.*", _o(weight=88, hint=".erl:|.hrl:",
@@ -712,7 +712,7 @@ R = _table(
 
 EMACS = _table(
     "emacs",
-    (('debugger entered', r"^Debugger entered--"), ('emacs', r"\bemacs\b"), ('ert', r"^Running \d+ tests? \("), ('.el', r"^Loading \S+\.el\b")),
+    (('debugger entered', r"^Debugger entered--"), ('^emacs |^$ emacs ', r"^(?:\$ )?emacs "), (' tests (', r"^Running \d+ tests? \("), ('.el', r"^Loading \S+\.el\b")),
     [
         # The header names the error; its first backtrace frame ("signal(error ...)") says it again
         # together with where it was raised, and is the line to show.
@@ -721,7 +721,7 @@ EMACS = _table(
         ("byte_compile", r"^\S+\.el:\d+:\d+:\s?Error: \S.*", _o(weight=88, hint=".el:", example="parser.el:12:1:Error: Symbol’s value as variable is void: tokens")),
         ("ert_failed", r"^\s+FAILED\s+\d+/\d+\s+\S+", _o(kind="failure", weight=80, hint="failed ",
                                                           example="   FAILED  2/5  parser-test-numbers")),
-        ("ert_summary", r"^Ran \d+ tests?, \d+ results? as expected, [1-9]\d* unexpected", _o(kind="summary", weight=40, hint="unexpected",
+        ("ert_summary", r"^Ran \d+ tests?, \d+ results? as expected, [1-9]\d* unexpected", _o(kind="summary", weight=40, hint="results as expected",
                                                                                            example="Ran 5 tests, 4 results as expected, 1 unexpected")),
     ],
 )
@@ -753,20 +753,20 @@ GTEST = _table(
 
 LUA = _table(
     "lua",
-    (('busted', r"\bbusted\b"), ('successes / ', r"^\d+ success(?:es)? / \d+ failures? / "), ('lua', r"^(?:\$ )?(?:lua|luajit|luarocks) ")),
+    (('busted', r"\bbusted\b"), ('successes / ', r"^\d+ success(?:es)? / \d+ failures? / "), ('^lua|^$ lua', r"^(?:\$ )?(?:lua|luajit|luarocks) ")),
     [
         ("busted", r"^(?:Failure|Error) (?:→|->) \S+ @ \d+", _o(kind="failure", weight=84, hint="failure →|error →|failure ->|error ->",
                                                               example="Failure → spec/parser_spec.lua @ 12")),
         ("busted_summary", r"^\d+ success(?:es)? / (?:[1-9]\d* failures? / \d+|\d+ failures? / [1-9]\d*) errors?",
          _o(kind="summary", weight=35, hint="successes / |success / ", example="10 successes / 1 failure / 0 errors / 0 pending : 0.2 seconds")),
-        ("runtime", r"^(?:lua|luajit|luvit|resty)(?:\d[\d.]*)?: \S+:\d+: \S.*", _o(weight=86, hint="lua: |luajit: |luvit: |resty: |lua5",
+        ("runtime", r"^(?:lua|luajit|luvit|resty)(?:\d[\d.]*)?: \S+:\d+: \S.*", _o(weight=86, hint="lua: |luajit: |luvit: |resty: ",
                                                                                example="lua: src/parser.lua:12: attempt to index a nil value (local 'token')")),
     ],
 )
 
 CLOJURE = _table(
     "clojure",
-    (('lein ', r"^(?:\$ )?lein "), ('testing ', r"^lein test "), ('ran ', r"^Ran \d+ tests? containing \d+ assertions?\.$")),
+    (('^lein |^$ lein ', r"^(?:\$ )?lein "), ('tests containing|test containing', r"^Ran \d+ tests? containing \d+ assertions?\.$")),
     [
         ("test_failed", r"^(?:FAIL|ERROR) in \(\S+\) \(\S+:\d+\)", _o(kind="failure", weight=84, hint="fail in (|error in (",
                                                                   example="FAIL in (parses-numbers) (parser_test.clj:12)")),
@@ -809,7 +809,7 @@ PURESCRIPT = _table(
     (('purs ', r"^(?:\$ )?(?:npx )?(?:purs|pulp|spago) "), ('compiling ', r"^\[\d+ of \d+\] Compiling [A-Z]")),
     [
         # "Error found:" / "Error 1 of 3:" head the module, position and message lines.
-        ("error", r"^\s*Error (?:found|\d+ of \d+):$", _o(weight=82, hint="error found:| of ", with_next=True, example="Error found:")),
+        ("error", r"^\s*Error (?:found|\d+ of \d+):$", _o(weight=82, hint="error found:|error 1 of|error 2 of|error 3 of|error 4 of|error 5 of|error 6 of|error 7 of|error 8 of|error 9 of", with_next=True, example="Error found:")),
     ],
 )
 
@@ -932,12 +932,12 @@ GENERIC = _table(
         ("status_column", r"^\s*\S(?:.*\S)?\s{2,}(?:FAIL|FAILED|ERROR)(?: \([\d.]+m?s\))?$", _o(kind="failure", weight=66, hint="fail$|failed$|error$|fail (",
                                                                              example="parser/numbers              FAIL")),
         # A test result line that says the test passed ("unknown option:     OK") explains no failure.
-        ("passed_line", r"^\s*\S.*\s(?:OK|ok|PASS|PASSED|passed)(?: \([\d.]+m?s\))?$", _o(kind="pass", weight=75, hint="ok$|pass$|passed$|ok (|pass (|passed (",
+        ("passed_line", r"^\s*\S.*\s(?:OK|ok|PASS|PASSED|passed)(?: \([\d.]+m?s\))?$", _o(kind="pass", weight=75, hint="error|fail|exception|unknown option|invalid option|cannot|can't|could not|unable to|not found|no such file|permission denied|connection refused|timed out|fatal",
                                                                    example="unknown option rejected:     OK")),
         ("usage_error", r"(?i)^\s*(?:usage error|flag provided but not defined|unknown (?:option|flag|command|argument)|"
                         r"invalid option|unrecognized (?:option|arguments?)|illegal option|(?:illegal|invalid|unknown) switch|"
                         r"invalid argument \"[^\"]*\" for(?= ))\b",
-         _o(weight=70, hint="usage error|flag provided but not defined|unknown option|unknown flag|unknown command|unknown argument|invalid option|unrecognized|illegal option|switch|invalid argument \"",
+         _o(weight=70, hint="usage error|flag provided but not defined|unknown option|unknown flag|unknown command|unknown argument|invalid option|unrecognized|illegal option|illegal switch|invalid switch|unknown switch|invalid argument \"",
             example="flag provided but not defined: -verbose")),
         ("exception_line", r"^\s*(?:[\w.$]+\.)?[A-Z]\w*(?:Error|Exception)\b(?::\s?\S.*)?$",
          _o(weight=66, hint="error|exception", example="ParseError: unexpected end of input")),
