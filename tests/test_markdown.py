@@ -302,21 +302,24 @@ def test_single_huge_line_and_word_are_cut() -> None:
 
 def test_a_paragraph_on_one_long_line_is_cut_at_sentence_ends() -> None:
     # Exported abstracts and some editors put a whole paragraph on one line. The chunker used to
-    # cut only between lines there: the L0 chunk got the title alone and the first piece the
-    # heading alone, chunks that carry no text.
+    # cut only between lines there, so the first piece got the heading alone, a chunk with no text.
     sentences = [f"Sentence {i} says " + " ".join(f"w{i}_{j}" for j in range(8)) + "." for i in range(30)]
-    doc = parse("# Findings\n\n" + " ".join(sentences) + "\n", max_tokens=60, overlap=5)
+    paragraph = " ".join(sentences)
+    doc = parse("# Findings\n\n" + paragraph + "\n", max_tokens=60, overlap=5)
     l0, *rest = doc.chunks
-    assert l0.level == LEVEL_DOCUMENT and "Sentence 0 says" in l0.text
+    assert (l0.level, l0.text) == (LEVEL_DOCUMENT, "Findings")  # no lead text: the title card
     assert rest and all(c.level == LEVEL_PIECE for c in rest)
-    for chunk in doc.chunks:
-        body = chunk.text.removeprefix("# Findings").strip()
-        assert body, f"chunk {chunk.ordinal} holds only its heading"
+    for chunk in rest:
+        assert chunk.text.removeprefix("# Findings").strip(), f"chunk {chunk.ordinal} holds only its heading"
         assert words(chunk.text) <= 60
-    for chunk in doc.chunks[:-1]:
+    for chunk in rest[:-1]:
         assert chunk.text.endswith("."), chunk.text[-40:]  # every full chunk ends at a sentence end
     for i in range(30):
         assert any(f"Sentence {i} says" in c.text for c in rest)
+    # The same paragraph as lead text (before any heading) fills L0 up to a sentence end.
+    lead = parse(paragraph + "\n\n## Next\n\nmore\n", path="notes.md", max_tokens=60, overlap=5).chunks[0]
+    assert lead.level == LEVEL_DOCUMENT and lead.text.startswith("notes\n\nSentence 0 says")
+    assert lead.text.endswith(".") and words(lead.text) > 40
     quoted = parse('# Q\n\n' + ' '.join(f'He said "stop {i}." Then (x{i}) went.' for i in range(40)) + "\n",
                    max_tokens=30, overlap=0)
     text = " ".join(c.text for c in quoted.chunks)

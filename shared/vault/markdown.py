@@ -9,14 +9,16 @@ on the first lines) is read with ``yaml.safe_load``; broken YAML leaves the fron
 Chunk levels (``shared.vault.document``):
 
 * **L0** (``LEVEL_DOCUMENT``), exactly one per document, ordinal 0: the title, the front matter
-  ``description``/``summary`` and the lead text (the text before the first heading, or the start of the
-  body when there is none) cut at a paragraph or line boundary to fit ``max_tokens``.
+  ``description``/``summary`` and the lead text (the text before the first heading) cut at a
+  paragraph, line or sentence boundary to fit ``max_tokens``. A document that starts with a heading
+  has no lead text: its L0 chunk is the title and summary alone (its first section is a chunk anyway).
 * **L1** (``LEVEL_SECTION``): one per heading section that fits in ``max_tokens``: its heading line and
   body. A heading with no body folds into the next section's chunk instead of making an empty chunk.
   The text before the first heading only gets its own L1/L2 chunks when it did not fit whole into L0.
 * **L2** (``LEVEL_PIECE``): a section longer than ``max_tokens`` is cut into pieces at block, then
   paragraph, then line boundaries, never inside a code fence unless one fence alone is too long (then
-  by lines; a single line too long is cut between words, a single word between characters). Each
+  by lines; a paragraph on a single line too long is cut after a sentence, a sentence too long between
+  words, a single word between characters). Each
   piece but the first starts with the section's heading line for context followed by about
   ``overlap_tokens`` of the previous piece's tail, and stays within ``max_tokens``.
 
@@ -51,7 +53,7 @@ TokenCounter = Callable[[str], int]
 
 # Bumped whenever a change here cuts the same file into different chunks, so stored documents are
 # re-chunked by the next ingest (see chunker_recipe).
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 
 # A chunk never holds more than this many characters per token of budget, so a base64 blob or a
 # minified file that the tokenizer squeezes into a few [UNK] tokens cannot make a megabyte chunk.
@@ -920,32 +922,33 @@ class _ChunkBuilder:
         )
 
     def _document_chunk(self, summary: str, first_heading: int) -> bool:
-        """Add the L0 chunk; True when it holds the whole text before the first heading."""
+        """Add the L0 chunk; True when it holds the whole text before the first heading.
+
+        A document whose text starts with a heading gets a card of its title and summary alone: its
+        first section is a chunk of its own, and copying its start into L0 as well made two chunks of
+        the same text. Measured by `mem eval` on SciFact (docs/evaluation.md): the title card is the
+        best single chunk for meaning search, and BM25 loses nothing by it.
+        """
         layout, budget = self.layout, self.budget
         header_room = budget.room // 2
         header = budget.truncate(self.title, header_room)
         if summary:
             summary_text = budget.truncate(summary, header_room - budget.cost(header))
             header = f"{header}\n\n{summary_text}" if summary_text else header
+        if _last_non_blank(layout.lines, layout.body_start, first_heading) < layout.body_start:
+            self._add(LEVEL_DOCUMENT, self.title, "", [], header, (0, max(layout.body_start - 1, 0)))
+            return True
         room = budget.room - budget.cost(header)
         chars_room = budget.max_chars - len(header) - 2
-
-        last_lead = _last_non_blank(layout.lines, layout.body_start, first_heading)
-        has_lead = last_lead >= layout.body_start
-        lead_start, lead_stop = layout.body_start, first_heading if has_lead else len(layout.lines)
-        if not has_lead and layout.headings:
-            first = layout.headings[0]
-            if first.level == 1 and first.title == self.title:
-                lead_start = first.end  # the title heading is already the header's first line
-        # Count only as many lines as could fit: the rest of a huge body is not needed for L0.
-        stop, used, chars = lead_start, 0, 0
-        while stop < lead_stop and used <= room and chars <= chars_room:
+        # Count only as many lines as could fit: the rest of a huge lead is not needed for L0.
+        stop, used, chars = layout.body_start, 0, 0
+        while stop < first_heading and used <= room and chars <= chars_room:
             used += budget.line_cost(layout.lines[stop])
             chars += len(layout.lines[stop]) + 1
             stop += 1
-        if stop < lead_stop:
+        if stop < first_heading:
             stop += 1  # one line past the room, so the cut chooser sees the boundary after the last fit
-        units = _units(layout, budget, lead_start, stop, room)
+        units = _units(layout, budget, layout.body_start, stop, room)
         taken = self._take_fitting(units, room, chars_room)
         lead_text = _render(taken)
         text = f"{header}\n\n{lead_text}" if lead_text else header
@@ -956,10 +959,7 @@ class _ChunkBuilder:
         body = _trim_blank(taken)
         end_line = body[-1].line if body else max(layout.body_start - 1, 0)
         self._add(LEVEL_DOCUMENT, self.title, "", [], text, (0, end_line))
-        if not has_lead:
-            return True
-        rest = units[len(taken) :]
-        return stop >= lead_stop and not _trim_blank(rest)
+        return stop >= first_heading and not _trim_blank(units[len(taken) :])
 
     @staticmethod
     def _take_fitting(units: list[_Unit], room: int, chars_room: int) -> list[_Unit]:
