@@ -22,6 +22,9 @@ compressor alone: the median over inputs, and "all" = over the summed tokens of 
 inputs weigh more). "ms/10KB" is the compressor's time (detection excluded), and the pipeline's
 (detection, token counting and the CCR put included), after a warm-up that loads magika.
 
+"floor" is the share of the source's tokens in its must-keep items (for diffs: changed lines and hunk
+headers; for text: code lines, inline code and identifiers), a bound no honest compressor goes below.
+
 Retention is reported three ways: over all must-keep lines of a source ("lines"), averaged per input
 ("per input") and as the share of inputs that keep at least 99 % ("inputs>=99%"). For logs, "tail
 baseline" is the retention (lines / per input) of the crudest alternative at the same size: the last
@@ -105,6 +108,7 @@ class Row:
     detected_as: dict[str, int] = field(default_factory=dict)
     urls_kept: int = 0
     urls: int = 0
+    must_tokens: int = 0  # tokens of the must-keep items: what no compressor may go below
 
 
 # --- retention checks ---------------------------------------------------------------------------
@@ -402,6 +406,7 @@ def measure(sample: Sample, row: Row, settings: Settings, store: MemoryCCRStore)
     if sample.must_keep and sample.checker is not None:
         # Retention is judged on what the pipeline hands out (the original when it passed through).
         kept = sample.checker(chunk.text, sample.must_keep)
+        row.must_tokens += count_tokens("\n".join(sample.must_keep))
         row.kept += kept
         row.must += len(sample.must_keep)
         row.per_input.append(kept / len(sample.must_keep))
@@ -481,11 +486,15 @@ def main() -> None:
     parser.add_argument("--types", default="log,json,diff,code,text")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
     parser.add_argument("--no-meaning", action="store_true", help="skip the SciFact ranking check of text")
+    parser.add_argument("--text-links", choices=("keep", "dedupe", "drop"), default=None,
+                        help="link policy of the text compressor column (default: the compressor's own)")
     parser.add_argument("--baseline", metavar="REV", help="also time the text, code and diff compressors of git "
                         "revision REV in this process, on the same inputs, and print the speed ratios")
     args = parser.parse_args()
 
     kinds = set(args.types.split(","))
+    if args.text_links:
+        COMPRESSORS["text"] = lambda text, query: compress_text(text, query=query, links=args.text_links)
     settings = Settings(compress_code=True, redis_url=None)
     too_big: list[str] = []
     sources: list[tuple[str, str, Iterator[Sample]]] = [
@@ -517,7 +526,7 @@ def main() -> None:
 
     header = (f"{'type':5} {'source':21} {'n':>4} {'reduction':>9} {'all':>6} {'compressor':>10} "
               f"{'ms/10KB p50':>11} {'p95':>6} {'pipeline p95':>12} {'lines':>7} {'per input':>9} "
-              f"{'inputs>=99%':>11} {'tail baseline':>15} {'URLs':>6}  detected / passthrough")
+              f"{'inputs>=99%':>11} {'tail baseline':>15} {'URLs':>6} {'floor':>6}  detected / passthrough")
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -533,7 +542,8 @@ def main() -> None:
             f"{overall:>6.1%} {statistics.median(row.compressor_reductions):>10.1%} "
             f"{statistics.median(row.ms_per_10kb):>11.2f} {_p95(row.ms_per_10kb):>6.2f} "
             f"{_p95(row.pipeline_ms_per_10kb):>12.2f} {retention:>7} {per_input:>9} {whole:>11} {baseline:>15} "
-            f"{(f'{row.urls_kept / row.urls:.0%}' if row.urls else 'n/a'):>6}  "
+            f"{(f'{row.urls_kept / row.urls:.0%}' if row.urls else 'n/a'):>6} "
+            f"{(f'{row.must_tokens / row.tokens_before:.0%}' if row.tokens_before else 'n/a'):>6}  "
             f"{row.detected_as} {row.passthrough or ''}"
         )
     if too_big:
