@@ -14,11 +14,12 @@ Three steps, each measured on the OpenShift/Prometheus runbooks and SciFact (doc
    negations, modals, quantities and prepositions ("not", "no", "must", "all", "from", "without")
    that change what an instruction says, and auxiliaries that are also main verbs (``do``, ``have``) stay:
    "nothing to do with it" must not become "nothing to with it".
-3. **Extractive selection** (only with a query, ``select=True``): headings, code, tables, the first
-   sentence under each heading, every sentence or list item that holds an identifier, a number, an
-   error code, inline code or a URL, and those that share enough words (Snowball stems) with the query
-   stay, and so do warnings and prohibitions (``not``, ``never``, ``must``, ``avoid``...); the others
-   become one ``[…]`` per run. Nothing is lost for good: the pipeline keeps the
+3. **Extractive selection** (only with a query, ``select=True``), over paragraph sentences only:
+   headings, code, tables and list items (steps and checklists) stay whole; so do the first sentence
+   under each heading, the sentence above a code block, every sentence that holds an identifier, a
+   number, an error code, inline code or a URL, every warning, prohibition or instruction (``not``,
+   ``must``, ``should``, ``check``, ``ignore``...) and those that share a word (Snowball stem) with the
+   query; the others become one ``[…]`` per run. Nothing is lost for good: the pipeline keeps the
    original under the CCR hash at the end of the chunk.
 
 Code is never touched: fenced and indented blocks, inline ``code``, URLs and tables stay byte for
@@ -157,10 +158,11 @@ def _phrase_automaton() -> ahocorasick.Automaton:
 # A sentence that holds a fact the reader may need verbatim: a digit, inline code, a URL or path, a
 # variable, a flag, an identifier (snake_case, dotted or dashed names, CamelCase) or an ALLCAPS code.
 _FACT_CHARS = frozenset("0123456789`$_/")
-# Warnings and prohibitions stay whatever the query: "Do not purge the queue" is the sentence that matters.
+# Warnings, prohibitions and instructions stay whatever the query: "Do not purge the queue", "You can
+# safely ignore it" and "Otherwise, check the node" are the sentences a reader acts on.
 _CAUTION = re.compile(
-    r"\b(?:not|never|no|cannot|can't|don't|doesn't|won't|shouldn't|mustn't|must|avoid|warning|caution|danger"
-    r"|important|only)\b", re.IGNORECASE)
+    r"\b(?:not|never|no|cannot|can't|don't|doesn't|won't|shouldn't|mustn't|must|should|need|needs|avoid"
+    r"|warning|caution|danger|important|only|ensure|verify|check|ignore|safe|safely|required)\b", re.IGNORECASE)
 _FACT = re.compile(r"[a-z][A-Z]|E[A-Z]{3,}\b|(?<!\S)--?\w|\w:\w|[A-Za-z]\.[A-Za-z]+[.\w]*[A-Za-z]\b")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[`*$])")
 _ABBREVIATIONS = frozenset({"e.g.", "i.e.", "etc.", "vs.", "fig.", "al.", "approx.", "no.", "cf.", "ca.", "resp.",
@@ -483,11 +485,9 @@ def _select(blocks: list[_Block], query: str, min_matches: int | None) -> list[_
             continue
         first = block.lines[0]
         if _LIST_ITEM.match(first):
-            if position in before_code or keeps(" ".join(block.lines), lead):
-                out.append(block)
-                dropping = False
-            else:
-                omit()
+            # A list item is a step or an item of a checklist: it is kept whole, never judged alone.
+            out.append(block)
+            dropping = False
             lead = False
             continue
         sentences = _sentences("\n".join(line.strip() for line in block.lines))
