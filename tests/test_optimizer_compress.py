@@ -186,11 +186,14 @@ def test_diff_folds_a_moved_block_and_keeps_its_removed_copy() -> None:
     ])
     out = compress_diff(diff)
     assert all(f"-{line}" in out for line in moved)
-    assert "+… 3 lines moved from a.py" in out
+    assert "+… 3 lines moved from a.py, re-indented" in out
     assert "+    def helper(x):" not in out
     assert "+changed = True" in out
     unfolded = compress_diff(diff, fold_moves=False)
     assert "+    def helper(x):" in unfolded and "moved" not in unfolded
+    same_indent = diff.replace("+    def helper", "+def helper").replace("+        y", "+    y").replace(
+        "+        return", "+    return")
+    assert "+… 3 lines moved from a.py\n" in compress_diff(same_indent) + "\n"
 
 
 def test_diff_interior_gaps_are_counted_and_removed_lines_starting_with_dashes_survive() -> None:

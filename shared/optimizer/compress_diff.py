@@ -12,7 +12,8 @@ What goes, none of it a changed line:
 - the section name after a hunk header (``@@ ... @@ def f():``) when the hunk before it in the same
   file named the same section;
 - a block of three or more added lines that repeats, line for line, a block removed elsewhere in the
-  same diff (a move) becomes ``+… N lines moved from <file>`` (with ``fold_moves``).
+  same diff (a move) becomes ``+… N lines moved from <file>`` (``, re-indented`` when the indentation
+  changed, which in Python is a change of meaning; with ``fold_moves``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ _FILE_HEADER_STARTS = ("new file mode", "deleted file mode", "old mode", "new mo
                        "rename ", "copy ", "dissimilarity index")
 _UNIFIED = re.compile(r"^(@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@)(.*)$")
 MIN_MOVED_LINES = 3
+MAX_MOVE_CANDIDATES = 32
 
 
 def compress_diff(text: str, *, query: str | None = None, fold_moves: bool = True) -> str:
@@ -142,7 +144,7 @@ def _fold_moves(out: list[str], changed: list[tuple[int, str]]) -> list[str]:
             runs[-1] = (tag, runs[-1][1], position, file)
         else:
             runs.append((tag, position, position, file))
-    removed: list[tuple[list[str], str]] = []
+    removed: list[tuple[list[str], str, int]] = []  # stripped lines, file, index of the first in out
     where: dict[str, list[tuple[int, int]]] = {}  # line content -> (removed run, offset)
     for tag, first, last, file in runs:
         if tag == "-" and last - first + 1 >= MIN_MOVED_LINES:
@@ -150,27 +152,35 @@ def _fold_moves(out: list[str], changed: list[tuple[int, str]]) -> list[str]:
             for offset, value in enumerate(content):
                 if value:
                     where.setdefault(value, []).append((len(removed), offset))
-            removed.append((content, file))
+            removed.append((content, file, first))
     if not removed:
         return out
-    replace: dict[int, tuple[int, str]] = {}
+    replace: dict[int, tuple[int, str]] = {}  # first added line -> (last added line, marker)
     for tag, first, last, _file in runs:
         if tag != "+":
             continue
         position = first
         while position <= last - MIN_MOVED_LINES + 1:
-            best = (0, "")
-            for run, offset in where.get(out[position][1:].strip(), ()):
-                content, file = removed[run]
+            best = (0, "", 0, 0)
+            start = out[position][1:].strip()
+            # A short line ("}", "else:") starts no move, and a line removed in many places is tried in
+            # its first few only: a big diff full of repeated lines must stay linear.
+            candidates = where.get(start, ()) if len(start) >= 4 else ()
+            for run, offset in candidates[:MAX_MOVE_CANDIDATES]:
+                content, file, removed_first = removed[run]
                 length = 0
                 while (position + length <= last and offset + length < len(content)
                        and out[position + length][1:].strip() == content[offset + length]):
                     length += 1
                 if length > best[0]:
-                    best = (length, file)
-            if best[0] >= MIN_MOVED_LINES:
-                replace[position] = (position + best[0] - 1, best[1])
-                position += best[0]
+                    best = (length, file, removed_first + offset, run)
+            length, file, source_first, _ = best
+            if length >= MIN_MOVED_LINES:
+                # Indentation is meaning (Python): a block that came back deeper or shallower says so.
+                same = all(out[position + i][1:] == out[source_first + i][1:] for i in range(length))
+                marker = f"+… {length} lines moved from {file}" + ("" if same else ", re-indented")
+                replace[position] = (position + length - 1, marker)
+                position += length
             else:
                 position += 1
     if not replace:
@@ -179,8 +189,8 @@ def _fold_moves(out: list[str], changed: list[tuple[int, str]]) -> list[str]:
     position = 0
     while position < len(out):
         if position in replace:
-            end, source = replace[position]
-            folded.append(f"+… {end - position + 1} lines moved from {source}")
+            end, marker = replace[position]
+            folded.append(marker)
             position = end + 1
             continue
         folded.append(out[position])
