@@ -19,8 +19,9 @@ Only error, failure and summary lines can become the signature; ``weight`` (0-10
 the line explains the failure (the heaviest matching rule classifies a line). ``hint`` lists
 lower-case substrings separated by ``|``, one of which every match contains (``^x``: at the start of
 the line, ``x$``: at its end): a line is only tried against the rules whose hint it contains (found
-for all rules at once with Aho-Corasick), which keeps extraction fast. For ties between rules of the
-same weight, the earlier table wins. Cascade and exit rules weigh 100 so that they override (the
+for all rules at once with Aho-Corasick), which keeps extraction fast. The hint ``*`` tries a rule on
+every line that holds any other hint (a pass rule must see every line another rule could claim).
+For ties between rules of the same weight, the earlier table wins. Cascade and exit rules weigh 100 so that they override (the
 loose generic ``exit_code`` and the info-level rules weigh less, so real errors still win). ``needs_marker`` rules are generic-looking (``Error: ...``) and only count as their
 tool's when that tool was named or its markers were seen earlier in the log. ``points_next`` rules
 are headers ("rake aborted!", "* What went wrong:") whose next non-blank line says what went wrong:
@@ -566,10 +567,6 @@ RUBY = _table(
                                                                              example="cucumber features/login.feature:12 # Scenario: Logging in")),
         ("cucumber_summary", r"^\d+ scenarios? \((?:\d+ \w+, )*[1-9]\d* failed", _o(kind="summary", weight=35, hint="scenario",
                                                                                  example="3 scenarios (1 failed, 2 passed)")),
-        ("htmlproofer", r"^\s+\*\s+(?:External link|internal link|internally linking|image) \S+ (?:failed|does not exist|is not an HTTPS link)",
-         _o(kind="failure", weight=78, hint="external link|internal link|internally linking|*  image", example="  *  External link https://example.org/gone failed: 404 No error")),
-        ("htmlproofer_summary", r"HTML-Proofer found \d+ failures?!", _o(kind="summary", weight=40, hint="html-proofer found",
-                                                                     example="htmlproofer 3.19.2 | Error:  HTML-Proofer found 3 failures!")),
         ("examples", r"^\d+ examples?, [1-9]\d* failures?", _o(kind="summary", weight=35, hint="failure",
                                                                example="12 examples, 1 failure")),
         ("minitest_header", r"^\s*(?:Failure|Error):$", _o(needs_marker=True, kind="failure", weight=78, hint="failure:|error:",
@@ -932,7 +929,7 @@ GENERIC = _table(
         ("status_column", r"^\s*\S(?:.*\S)?\s{2,}(?:FAIL|FAILED|ERROR)(?: \([\d.]+m?s\))?$", _o(kind="failure", weight=66, hint="fail$|failed$|error$|fail (",
                                                                              example="parser/numbers              FAIL")),
         # A test result line that says the test passed ("unknown option:     OK") explains no failure.
-        ("passed_line", r"^\s*\S.*\s(?:OK|ok|PASS|PASSED|passed)(?: \([\d.]+m?s\))?$", _o(kind="pass", weight=75, hint="error|fail|exception|unknown option|invalid option|cannot|can't|could not|unable to|not found|no such file|permission denied|connection refused|timed out|fatal",
+        ("passed_line", r"^\s*\S.*\s(?:OK|ok|PASS|PASSED|passed)(?: \([\d.]+m?s\))?$", _o(kind="pass", weight=75, hint="*",
                                                                    example="unknown option rejected:     OK")),
         ("usage_error", r"(?i)^\s*(?:usage error|flag provided but not defined|unknown (?:option|flag|command|argument)|"
                         r"invalid option|unrecognized (?:option|arguments?)|illegal option|(?:illegal|invalid|unknown) switch|"
