@@ -369,6 +369,12 @@ CHOICE_CASES = {
          "  eval-buffer(#<buffer  *load*> nil \"/build/init.el\" nil t)", _TRAVIS_FAIL.format("emacs --batch -l init.el")],
         "emacs.lisp_error", 5),
     # Mocha prints the failure number alone when the title runs long; the count is only a summary.
+    # A backtrace whose header was cut off still starts with the frame that signalled.
+    "emacs_signal_frame": (
+        ["$ emacs --batch -l init.el", "Loading /build/init.el (source)...", "Failed to download ‘melpa’ archive.", "...",
+         "  signal(error (\"No version of ido-extra >= nil is available\"))",
+         "  error(\"No version of %s >= %S is available\" ido-extra nil)", _TRAVIS_FAIL.format("emacs --batch -l init.el")],
+        "emacs.signal_frame", 5),
     "mocha_number_alone": (
         ["$ mocha test/", "  2 passing (40ms)", "  1 failing", "", "  1)", "", "       unittests:: program reuse",
          "         rebuilds when a reference changes:", "     AssertionError: expected 1 to equal 2",

@@ -715,6 +715,9 @@ EMACS = _table(
         # together with where it was raised, and is the line to show.
         ("lisp_error", r"^Debugger entered--Lisp error: \(\S.*", _o(kind="error", weight=88, hint="debugger entered--lisp error",
                                                                   points_next=True, example="Debugger entered--Lisp error: (void-function parse)")),
+        # A backtrace printed without its header still starts with the frame that signalled the error.
+        ("signal_frame", r"^\s+signal\([\w-]+ \S.*\)$", _o(weight=86, hint="signal(",
+                                                           example="  signal(error (\"Package `emacs-27.1' is unavailable\"))")),
         ("byte_compile", r"^\S+\.el:\d+:\d+:\s?Error: \S.*", _o(weight=88, hint=".el:", example="parser.el:12:1:Error: Symbol’s value as variable is void: tokens")),
         ("ert_failed", r"^\s+FAILED\s+\d+/\d+\s+\S+", _o(kind="failure", weight=80, hint="failed ",
                                                           example="   FAILED  2/5  parser-test-numbers")),
