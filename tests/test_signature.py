@@ -349,6 +349,12 @@ CHOICE_CASES = {
          "docker: Error response from daemon: manifest for app:current not found.",
          _TRAVIS_FAIL.format('docker run "app:current" --version')],
         "haskell.ghc", 3),
+    # Under -Werror a GHC warning is what failed the build; its message follows on the next lines.
+    "ghc_werror": (
+        ["$ cabal build --ghc-options=-Werror", "[16 of 40] Compiling App.Notebook ( src/App/Notebook.hs, dist/App/Notebook.o )",
+         "", "src/App/Notebook.hs:94:10: Warning:", "    No explicit implementation for", "      ‘mappend’", "",
+         "<no location info>: ", "Failing due to -Werror.", _TRAVIS_FAIL.format("cabal build --ghc-options=-Werror")],
+        "haskell.ghc_warning", 4),
     "r_tests_failed": (
         ["$ R CMD check app_1.0.tar.gz", "* checking tests ...", "  Running ‘testthat.R’", " ERROR",
          "Running the tests in ‘tests/testthat.R’ failed.", "Last 13 lines of output:",

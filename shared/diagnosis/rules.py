@@ -664,6 +664,10 @@ HASKELL = _table(
         # GHC puts the message on the lines after the position: the signature reads the next line too.
         ("ghc", r"^\S+\.l?hs:(?:\d+:\d+(?:-\d+)?|\(\d+,\d+\)-\(\d+,\d+\)): error:",
          _o(weight=90, hint=".hs:", with_next=True, example="src/Parser.hs:38:10: error:")),
+        # A warning fails the build under -Werror ("Failing due to -Werror."): weak evidence, the best a
+        # build whose only complaint is a warning has.
+        ("ghc_warning", r"^\S+\.l?hs:(?:\d+:\d+(?:-\d+)?|\(\d+,\d+\)-\(\d+,\d+\)): [Ww]arning:",
+         _o(weight=34, hint=".hs:", with_next=True, example="src/Parser.hs:94:10: Warning:")),
         ("cabal", r"^(?:cabal(?:\.exe)?|stack): (?!warning)\S.*", _o(weight=70, hint="cabal: |cabal.exe: |stack: ", needs_marker=True,
                                                                example="cabal: Could not resolve dependencies:")),
     ],
@@ -955,7 +959,7 @@ GENERIC = _table(
          _o(weight=40, hint="cannot|can't|could not|couldn't|unable to|failed to", example="Could not open input file: artisan")),
         ("test_failed", r"(?i)\b(?:tests?|specs?|examples?|checks?)\b.*(?<![\w/.-])(?<!\b0 )fail(?:ed|ure|ures|ing)?(?![\w-]|\.\w)|(?-i:(?<![\w/.-])FAIL(?:ED)?\b(?:[:!]?\s+\S|\s*$))|\[FAIL\]|✗|✘|✖|❌",
          _o(kind="failure", weight=34, hint="fail|✗|✘|✖|❌", example="✗ parses numbers")),
-        ("file_line_message", r"^(?:\./)?[\w./\\-]+\.[A-Za-z]\w{0,7}:\s?\d+(?::\d+)?(?::|\s)\s*(?!(?:[Ww]arning|WARNING|[Nn]ote|NOTE|[Ii]nfo|INFO)\b)\S.*",
+        ("file_line_message", r"^(?:\./)?[\w./\\-]+\.[A-Za-z]\w{0,7}:\s?\d+(?::\d+)?(?::|\s)\s*\S.*",
          _o(weight=34, hint=".md:|.py:|.js:|.ts:|.rb:|.go:|.c:|.h:|.cc:|.cpp:|.hpp:|.java:|.kt:|.scala:|.swift:|.m:|.mm:|.rs:|.php:|.vim:|.lua:|.pl:|.pm:|.sh:|.txt:|.yml:|.yaml:|.json:|.ex:|.exs:|.erl:|.hs:|.clj:|.el:|.ml:|.r:|.tex:|.coffee:|.css:|.scss:|.sass:|.less:|.html:|.vue:|.jsx:|.tsx:|.cs:|.fs:|.dart:|.groovy:|.rst:|.xml:|.toml:|.ini:|.cfg:", example="README.md:12: line longer than 80 characters")),
         ("warning_as_error", r"(?i)\bwarnings? (?:being )?treated as errors?\b",
          _o(weight=60, hint="treated as error", example="cc1: all warnings being treated as errors")),
