@@ -1,6 +1,7 @@
 """Benchmark of the context optimizer on real data: token reduction, speed and retention per type.
 
     python bench/optimizer.py [--data ../shared/data] [--limit N] [--types log,json,...] [--json]
+                              [--no-meaning] [--baseline REV] [--text-links keep|dedupe|drop]
 
 Data (read-only, never copied into the project):
 - log:  LogChunks failed Travis logs (retention: the labelled failure chunk's lines survive), CiDiff
@@ -9,12 +10,18 @@ Data (read-only, never copied into the project):
         MEM_OPTIMIZER_MAX_INPUT_BYTES are skipped, as the service refuses them);
 - json: Loghub structured CSVs turned into JSON arrays (retention: every key, the first and last rows
         and every row whose level is an error level survive);
-- diff: this repository's own history, ``git log -p`` one commit at a time, plus ``git diff HEAD``
-        (retention: every changed line and hunk header survives);
+- diff: this repository's own history, ``git log -p`` one commit at a time, plus ``git diff HEAD``,
+        whole and with only the files that existed before each commit (retention: every changed line
+        and hunk position survives; see ``diff_lines``);
 - code: this repository's own Python source, with code compression switched on (retention: every
         import, def and class line survives);
-- text: the OpenShift and Prometheus-operator runbooks (retention: identifiers, numbers and error
-        codes survive).
+- text: the OpenShift and Prometheus-operator runbooks and SciFact's relevant test abstracts, each
+        without and with a query (the alert name's words; the claim) (retention: code lines, inline
+        code, identifiers, numbers and error codes survive, see ``text_must_keep``; URLs reported
+        apart), then the SciFact ranking check of ``bench/optimizer_meaning.py`` (``--no-meaning``).
+
+``--baseline REV`` times the text, code and diff compressors of git revision REV against the working
+tree's, interleaved in this process on the same inputs, and prints the ratios.
 
 "Reduction" is 1 - tokens_after / tokens_before with the embedding model's WordPiece tokenizer, for
 the whole pipeline (aligner ``[ctx: ...]`` line and the ~27-token CCR marker included) and for the
