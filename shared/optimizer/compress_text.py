@@ -119,6 +119,9 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _HORIZONTAL_RULE = re.compile(r"^\s{0,3}(?:-{4,}|\*{4,}|_{4,})\s*$")
 _CCR = re.compile(r"<!--\s*CCR:")
+# What ends a paragraph: a blank line, a list item, a fence, a heading, a table row or a comment (one
+# match per line instead of five).
+_PARAGRAPH_BREAK = re.compile(r"\s*(?:$|(?:[-*+]|\d{1,3}[.)])\s|\||<!--)|\s{0,3}(?:`{3,}|~{3,}|#{1,6}(?:\s|$))")
 _TITLE_WORDS = re.compile(r"[a-z0-9]+")
 
 # Drop words are matched as whole blank-separated words (a set lookup, no regex): a word glued to a quote,
@@ -159,10 +162,11 @@ def _phrase_automaton() -> ahocorasick.Automaton:
 # variable, a flag, an identifier (snake_case, dotted or dashed names, CamelCase) or an ALLCAPS code.
 _FACT_CHARS = frozenset("0123456789`$_/")
 # Warnings, prohibitions and instructions stay whatever the query: "Do not purge the queue", "You can
-# safely ignore it" and "Otherwise, check the node" are the sentences a reader acts on.
-_CAUTION = re.compile(
-    r"\b(?:not|never|no|cannot|can't|don't|doesn't|won't|shouldn't|mustn't|must|should|need|needs|avoid"
-    r"|warning|caution|danger|important|only|ensure|verify|check|ignore|safe|safely|required)\b", re.IGNORECASE)
+# safely ignore it" and "Otherwise, check the node" are the sentences a reader acts on. ("n't" counts too.)
+_CAUTION_WORDS = frozenset(
+    {"not", "never", "no", "cannot", "must", "should", "need", "needs", "avoid", "warning", "caution", "danger",
+     "important", "only", "ensure", "verify", "check", "ignore", "safe", "safely", "required"}
+)
 _FACT = re.compile(r"[a-z][A-Z]|E[A-Z]{3,}\b|(?<!\S)--?\w|\w:\w|[A-Za-z]\.[A-Za-z]+[.\w]*[A-Za-z]\b")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[`*$])")
 _ABBREVIATIONS = frozenset({"e.g.", "i.e.", "etc.", "vs.", "fig.", "al.", "approx.", "no.", "cf.", "ca.", "resp.",
@@ -294,11 +298,7 @@ def _blocks(text: str) -> list[_Block]:
             continue
         # A paragraph or one list item with its continuation lines.
         end = index + 1
-        while end < count:
-            following = lines[end]
-            if (not following.strip() or _LIST_ITEM.match(following) or _FENCE.match(following)
-                    or _HEADING.match(following) or following.lstrip().startswith(("|", "<!--"))):
-                break
+        while end < count and not _PARAGRAPH_BREAK.match(lines[end]):
             end += 1
         blocks.append(_Block("prose", lines[index:end]))
         index = end
@@ -428,7 +428,10 @@ def _stemmer() -> Stemmer.Stemmer:
 
 
 def _stems(text: str) -> set[str]:
-    words = [w.lower() for w in _WORD.findall(text)]
+    return _stems_of([w.lower() for w in _WORD.findall(text)])
+
+
+def _stems_of(words: list[str]) -> set[str]:
     return set(_stemmer().stemWords([w for w in words if w not in _QUERY_STOP and len(w) > 1]))
 
 
@@ -452,8 +455,12 @@ def _select(blocks: list[_Block], query: str, min_matches: int | None) -> list[_
     need = min_matches if min_matches is not None else 1
 
     def keeps(sentence: str, lead: bool) -> bool:
-        return (lead or not _FACT_CHARS.isdisjoint(sentence) or _FACT.search(sentence) is not None
-                or _CAUTION.search(sentence) is not None or len(wanted & _stems(sentence)) >= need)
+        if lead or not _FACT_CHARS.isdisjoint(sentence) or _FACT.search(sentence) is not None:
+            return True
+        words = [w.lower() for w in _WORD.findall(sentence)]
+        if not _CAUTION_WORDS.isdisjoint(words) or "n't" in sentence:
+            return True
+        return len(wanted & _stems_of(words)) >= need
 
     out: list[_Block] = []
     lead = True  # the first sentence under a heading says what the section is about
