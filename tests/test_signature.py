@@ -516,6 +516,24 @@ CHOICE_CASES = {
         ["$ prove -r t/", "t/00-load.t .. ok", "Bail out!  Cannot connect to the test database", "FAILED--Further testing stopped.",
          _TRAVIS_FAIL.format("prove -r t/")],
         "tap.bail_out", 3),
+    "ruby_exception": (
+        ["$ bundle exec rake", "Could not open cache file, rebuilding",
+         "lib/app/parser.rb:12:in `parse': undefined method `strip' for nil:NilClass (NoMethodError)",
+         "\tfrom bin/app:3:in `<main>'", _TRAVIS_FAIL.format("bundle exec rake")],
+        "ruby.exception", 3),
+    # tsc --pretty: "file:line:col - error TSnnnn: message"; npm's lines after it are consequences.
+    "tsc_pretty": (
+        ["$ npm run build", "> tsc -p .", "src/parser.ts:12:5 - error TS2322: Type 'string' is not assignable to type 'number'.",
+         "Found 1 error.", "npm ERR! code ELIFECYCLE", "npm ERR! errno 2", _TRAVIS_FAIL.format("npm run build")],
+        "node.tsc", 3),
+    "killed": (
+        ["$ ./run-tests.sh", "Running 1200 tests", "./run-tests.sh: line 12:  4242 Killed                  ./test-runner --all",
+         _TRAVIS_FAIL.format("./run-tests.sh")],
+        "generic.crash", 3),
+    "shell_syntax": (
+        ["$ ./ci/build.sh", "Building", "./ci/build.sh: line 12: syntax error near unexpected token `fi'", "./ci/build.sh: line 12: `fi'",
+         _TRAVIS_FAIL.format("./ci/build.sh")],
+        "generic.shell_syntax", 3),
 }
 
 

@@ -169,6 +169,8 @@ NODE = _table(
     "node",
     (('internal/', r"^\s+at .+ \((?:node:)?internal/"), ('node:internal', r"^node:internal/"), ('(node:', r"^\(node:\d+\) "), ('node.js v', r"^Node\.js v\d+")),
     [
+        ("tsc", r"^\S+\.tsx?(?:\(\d+,\d+\): | ?:\d+:\d+ - )error TS\d+: \S.*", _o(weight=90, hint=".ts(|.tsx(|.ts:|.tsx:",
+                                                                                    example="src/parser.ts:12:5 - error TS2322: Type 'string' is not assignable to type 'number'.")),
         ("webpack_error", r"^ERROR in (?:\./|\[|\S+\.\w+\b)\S*", _o(weight=82, hint="error in ", example="ERROR in ./src/app.js 12:4")),
         ("webpack_resolve", r"^Module not found: Error: (?:Can't resolve|Cannot find) ", _o(weight=88, hint="module not found",
                                                                                          example="Module not found: Error: Can't resolve './parser' in '/build/src'")),
@@ -576,6 +578,8 @@ RUBY = _table(
         ("bundler", r"^(?:Bundler could not find compatible versions|Could not find gem|An error occurred while installing|"
                     r"Gem::\w+Error|Bundler::\w+Error)",
          _o(weight=90, hint="bundler|could not find gem|error occurred while installing|gem::", example="An error occurred while installing nokogiri (1.16.0), and Bundler cannot continue.")),
+        ("exception", r"^\S+\.rb:\d+:in `[^']+': .+ \([A-Z]\w*(?:::\w+)*\)$", _o(weight=86, hint=".rb:",
+                                                                                example="lib/app/parser.rb:12:in `parse': undefined method `strip' for nil:NilClass (NoMethodError)")),
         ("rspec_load", r"^An error occurred (?:while loading \S+|in an? `?(?:before|after|around)\(:(?:suite|context|all)\)`? hook)",
          _o(weight=86, hint="an error occurred", example="An error occurred while loading ./spec/parser_spec.rb.")),
         ("rubocop", r"^\S+\.(?:rb|rake|gemspec):\d+:\d+: [CEFRW]: \S.*", _o(weight=82, hint=".rb:", example="lib/app.rb:3:1: E: Lint/Syntax: unexpected token")),
@@ -931,13 +935,15 @@ GENERIC = _table(
         ("tool_error", r"^[\w.+-]+: (?:fatal )?error: \S.*", _o(weight=60, hint="error: ",
                                                                 example="xcodebuild: error: Unable to find a destination matching the provided destination specifier")),
         ("xcode_error", r"❌\s+\S+:\d+:\d+: \S.*", _o(weight=88, hint="❌", example="❌  /src/App/Parser.swift:97:2: unknown attribute 'memberwise'")),
-        ("limit_exceeded", r"(?i)\blimit (?:has )?(?:been )?exceeded\b|\bexceed(?:s|ed)? the (?:\w+ )?limit\b",
+        ("limit_exceeded", r"(?i)\blimit (?:has )?(?:been )?exceeded\b|\bexceed(?:s|ed)? the (?:\w+ ){0,2}limit\b",
          _o(weight=60, hint="exceeded|exceed", example="Package size limit has exceeded by 12 kB")),
         ("status_column", r"^\s*\S(?:.*\S)?\s{2,}(?:FAIL|FAILED|ERROR)(?: \([\d.]+m?s\))?$", _o(kind="failure", weight=66, hint="fail$|failed$|error$|fail (",
                                                                              example="parser/numbers              FAIL")),
         # A test result line that says the test passed ("unknown option:     OK") explains no failure.
         ("passed_line", r"^\s*\S.*\s(?:OK|ok|PASS|PASSED|passed)(?: \([\d.]+m?s\))?$", _o(kind="pass", weight=75, hint="*",
                                                                    example="unknown option rejected:     OK")),
+        ("shell_syntax", r"\bsyntax error(?: near unexpected token\b|: unexpected end of file\b)", _o(weight=72, hint="syntax error",
+                                                                                           example="./ci/build.sh: line 12: syntax error near unexpected token `fi'")),
         ("usage_error", r"(?i)^\s*(?:usage error|flag provided but not defined|unknown (?:option|flag|command|argument)|"
                         r"invalid option|unrecognized (?:option|arguments?)|illegal option|(?:illegal|invalid|unknown) switch|"
                         r"invalid argument \"[^\"]*\" for(?= ))\b",
@@ -948,8 +954,8 @@ GENERIC = _table(
         ("assertion", r"(?i)^\s*(?:Assertion(?:Error)? failed|assertion failed|Assert\.\w+\(\) Failure)\b",
          _o(weight=72, hint="assertion failed|assertionerror failed|() failure", example="Assertion failed: (n > 0), function parse, file parse.c, line 12.")),
         ("crash", r"(?i)\b(?:segmentation fault|core dumped|bus error|stack overflow|out of memory|oomkilled|killed by signal|"
-                  r"fatal signal|abort trap|illegal instruction)\b",
-         _o(weight=70, hint="segmentation|core dumped|bus error|stack overflow|out of memory|oomkilled|killed by signal|fatal signal|abort trap|illegal instruction",
+                  r"fatal signal|abort trap|illegal instruction)\b|^(?:\S+: line \d+: +\d+ )?Killed\b(?: +\S.*)?$",
+         _o(weight=70, hint="segmentation|core dumped|bus error|stack overflow|out of memory|oomkilled|killed by signal|fatal signal|abort trap|illegal instruction|killed",
            example="./app: Segmentation fault (core dumped)")),
         ("not_found", r"(?i)(?:command not found|no such file or directory|permission denied|connection refused|"
                       r"could not resolve host|name or service not known|no space left on device|cannot open shared object)",
