@@ -1,7 +1,9 @@
 """Code compressor (opt-in): keep imports, signatures, class and type declarations; drop function bodies.
 
-Python is read with ``ast`` (exact line ranges, decorators and multi-line signatures kept, the first
-line of each docstring kept). Other languages go through a brace-matching heuristic: no tree-sitter wheel
+Python is read by a logical-line scanner (strings, comments, brackets and continuations; about twice
+as fast as ``ast``, see "Python without ast" below), with ``ast`` as the exact fallback whenever the
+scanner is unsure: line ranges, decorators and multi-line signatures kept, the first line of each
+docstring kept. Other languages go through a brace-matching heuristic: no tree-sitter wheel
 is a dependency of the project, and signatures of the brace languages (C, Java, Go, Rust, JS/TS, C#, ...)
 all end in ``{`` after a parenthesised parameter list, which is enough to find the bodies to drop.
 When the braces do not balance the code is passed through rather than guessed at.
