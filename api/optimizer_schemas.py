@@ -50,7 +50,8 @@ class OptimizeRequest(Strict):
         "it, CCR originals belong to no project and only callers scoped to every project can read them.",
     )
     budget_tokens: int | None = Field(
-        default=None, ge=0, le=MAX_BUDGET_TOKENS, description="Leave out trailing chunks past this many tokens"
+        default=None, ge=0, le=MAX_BUDGET_TOKENS,
+        description="Leave out trailing chunks past this many tokens (counted as totals.tokenizer says)",
     )
     limit: int = Field(default=10, ge=1, le=MAX_RETRIEVE, description="Results to retrieve (query mode only)")
 
@@ -87,6 +88,8 @@ class OptimizedChunkOut(BaseModel):
 
 
 class OptimizeTotals(BaseModel):
+    """Sums over the chunks, and the tokenizer that counted every token number of the answer."""
+
     chunks: int
     tokens_before: int
     tokens_after: int
@@ -94,7 +97,10 @@ class OptimizeTotals(BaseModel):
     ms: float
     omitted: int
     budget_tokens: int | None
-    tokenizer: str
+    tokenizer: Literal["cl100k_base", "o200k_base", "embedding"] = Field(
+        description="What counted the tokens (MEM_OPTIMIZER_TOKENIZER): cl100k_base or o200k_base (OpenAI BPE) "
+        "or embedding (the embedding model's WordPiece)"
+    )
 
 
 class RetrievalOut(BaseModel):

@@ -77,4 +77,5 @@ def optimize(content_type: str, files: tuple[Path, ...], query: str | None, budg
             click.echo(f"==> {optimized.id} <==")
         click.echo(optimized.text)
     totals = result.to_dict()["totals"]
-    click.echo(f"tokens {totals['tokens_before']} -> {totals['tokens_after']} (ratio {totals['ratio']})", err=True)
+    click.echo(f"tokens {totals['tokens_before']} -> {totals['tokens_after']} (ratio {totals['ratio']}, "
+               f"{totals['tokenizer']})", err=True)

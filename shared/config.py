@@ -122,6 +122,11 @@ class Settings(BaseSettings):
     ccr_enabled: bool = True
     ccr_max_entries: int = Field(default=1000, ge=1, description="CCR originals kept (least recently used out).")
     ccr_ttl_secs: int = Field(default=3600, ge=1, description="Seconds a CCR original is kept after its last put.")
+    optimizer_tokenizer: Literal["cl100k_base", "o200k_base", "embedding"] = Field(
+        default="cl100k_base",
+        description="Unit of the optimizer's token counts and budgets: OpenAI BPE (cl100k_base, o200k_base; "
+        "vocabularies ship with bpe-openai) or embedding (the embedding model's WordPiece).",
+    )
     optimizer_max_input_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1, description="Largest input of one optimize call; over it the API answers 413."
     )

@@ -61,6 +61,7 @@ def test_compress_then_fetch_the_original_byte_identical(client, make_key, proje
     assert chunk["tokens_after"] < chunk["tokens_before"]
     assert chunk["ratio"] == pytest.approx(chunk["tokens_after"] / chunk["tokens_before"], abs=1e-4)
     assert body["totals"]["tokens_before"] == chunk["tokens_before"]
+    assert body["totals"]["tokenizer"] == "cl100k_base"
     marker = CCR_MARKER_RE.search(chunk["text"])
     assert marker is not None and marker.group(1) == chunk["ccr_hash"]
     assert len(chunk["ccr_hash"]) == 24
@@ -202,6 +203,15 @@ def test_the_mem_variables_reach_the_settings(monkeypatch) -> None:
     monkeypatch.setenv("MEM_CCR_MAX_ENTRIES", "0")
     with pytest.raises(ValidationError, match="ccr_max_entries"):
         Settings()
+
+
+def test_tokenizer_setting_changes_the_counts_and_is_named(client_with, admin_headers) -> None:
+    answers = {name: _optimize(client_with(optimizer_tokenizer=name), admin_headers, {"text": LOG}).get_json()
+               for name in ("cl100k_base", "o200k_base", "embedding")}
+    assert {name: body["totals"]["tokenizer"] for name, body in answers.items()} == {
+        name: name for name in answers}
+    # WordPiece cuts the log's paths and hex into more pieces than cl100k does.
+    assert answers["embedding"]["totals"]["tokens_before"] > answers["cl100k_base"]["totals"]["tokens_before"]
 
 
 def test_optimizer_off_returns_every_chunk_unchanged(client_with, admin_headers) -> None:

@@ -30,6 +30,17 @@ def test_optimize_file_prints_compressed_text() -> None:
     assert "FAILED tests/test_api.py::test_create_widget" in result.stdout
     assert "Downloading flask" not in result.stdout
     assert "<!-- CCR:" in result.stdout
+    assert result.stderr.strip().endswith(", cl100k_base)")  # the unit the counts are in
+
+
+def test_optimize_counts_with_the_configured_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
+    file = str(FIXTURES / "orders.json")
+    default = json.loads(CliRunner().invoke(mem, ["optimize", "--json", "-f", file]).stdout)["totals"]
+    monkeypatch.setenv("MEM_OPTIMIZER_TOKENIZER", "embedding")
+    get_settings.cache_clear()
+    wordpiece = json.loads(CliRunner().invoke(mem, ["optimize", "--json", "-f", file]).stdout)["totals"]
+    assert (default["tokenizer"], wordpiece["tokenizer"]) == ("cl100k_base", "embedding")
+    assert wordpiece["tokens_before"] != default["tokens_before"]
 
 
 def test_optimize_json_stats_for_several_files() -> None:

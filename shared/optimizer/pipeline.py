@@ -27,7 +27,7 @@ from shared.optimizer.compress_log import compress_log
 from shared.optimizer.compress_text import compress_text
 from shared.optimizer.detect import CONTENT_TYPES, Detection, detect_content_type
 from shared.optimizer.outcome import CannotCompress
-from shared.optimizer.tokens import TOKENIZER_NAME, count_tokens
+from shared.optimizer.tokens import DEFAULT_TOKENIZER, token_counter
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,7 @@ class OptimizeResult:
 
     chunks: list[OptimizedChunk] = field(default_factory=list)
     budget_tokens: int | None = None
+    tokenizer: str = DEFAULT_TOKENIZER  # what counted tokens_before/after and the budget (MEM_OPTIMIZER_TOKENIZER)
 
     @property
     def tokens_before(self) -> int:
@@ -127,7 +128,7 @@ class OptimizeResult:
                 "ms": round(sum(chunk.ms for chunk in self.chunks), 3),
                 "omitted": sum(1 for chunk in self.chunks if chunk.omitted),
                 "budget_tokens": self.budget_tokens,
-                "tokenizer": TOKENIZER_NAME,
+                "tokenizer": self.tokenizer,
             },
         }
 
@@ -158,7 +159,7 @@ def _compressor(kind: str, detection: Detection, settings: Settings) -> Callable
 
 
 def _optimize_one(chunk: InputChunk, *, query: str | None, settings: Settings, store: CCRStore | None,
-                  project: str | None) -> OptimizedChunk:
+                  project: str | None, count_tokens: Callable[[str], int]) -> OptimizedChunk:
     started = time.perf_counter()
     text, unicode_note = _valid_unicode(chunk.text)
     tokens_before = count_tokens(text)
@@ -243,7 +244,8 @@ def optimize_chunks(
     """Optimize ``chunks`` for a prompt: each one detected, compressed by type, aligned and CCR-marked.
 
     ``query`` keeps matching JSON items and, for prose, the sentences that match it (with
-    ``MEM_COMPRESS_TEXT_SELECT``); ``budget_tokens`` leaves out trailing chunks that do not fit;
+    ``MEM_COMPRESS_TEXT_SELECT``); ``budget_tokens`` leaves out trailing chunks that do not fit (tokens
+    are counted with ``MEM_OPTIMIZER_TOKENIZER``, cl100k_base by default);
     ``store`` defaults to :func:`get_ccr_store`; ``project`` is the default project of the CCR entries.
     Raises :class:`InputTooLarge` over ``MEM_OPTIMIZER_MAX_INPUT_BYTES`` and ``ValueError`` on a bad
     ``budget_tokens`` or content type.
@@ -264,9 +266,11 @@ def optimize_chunks(
                 f"input is over {limit} bytes (MEM_OPTIMIZER_MAX_INPUT_BYTES); split it or raise the limit")
     if store is None and settings.ccr_enabled and settings.context_optimizer == "on":
         store = get_ccr_store(settings)
-    result = OptimizeResult(budget_tokens=budget_tokens)
+    count_tokens = token_counter(settings.optimizer_tokenizer)
+    result = OptimizeResult(budget_tokens=budget_tokens, tokenizer=settings.optimizer_tokenizer)
     for chunk in chunks:
-        result.chunks.append(_optimize_one(chunk, query=query, settings=settings, store=store, project=project))
+        result.chunks.append(_optimize_one(chunk, query=query, settings=settings, store=store, project=project,
+                                           count_tokens=count_tokens))
     if budget_tokens is not None and result.tokens_after > budget_tokens:
         _apply_budget(result, budget_tokens, settings=settings, store=store, chunks=chunks, project=project)
     return result

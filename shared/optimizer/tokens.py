@@ -1,49 +1,107 @@
-"""Token counts with the embedding model's own tokenizer (all-MiniLM-L6-v2, WordPiece).
+"""Token counts for the optimizer, in the unit an LLM bills: OpenAI's BPE by default.
 
-tiktoken's ``cl100k_base`` would download its vocabulary on first use, which this service never does at run
-time, so counts come from the tokenizer file that ships with the package. Counts are therefore WordPiece
-tokens: close to, not equal to, what a GPT-style model would bill.
+``MEM_OPTIMIZER_TOKENIZER`` picks the tokenizer:
+
+- ``cl100k_base`` (default): the encoding of GPT-4 and GPT-3.5, and close to what other GPT-class models
+  bill for English, code and logs;
+- ``o200k_base``: the encoding of GPT-4o and GPT-4.1;
+- ``embedding``: the embedding model's WordPiece (all-MiniLM-L6-v2), the counter before cl100k. It makes
+  whitespace free, splits hex and technical words into many pieces and counts a word over 100 characters
+  as one ``[UNK]``: a unit no LLM bills in, kept for comparison with older measurements.
+
+The BPE encodings come from ``bpe-openai`` (the Rust ``bpe`` crate of GitHub's rust-gems, with a
+tiktoken-compatible API), whose wheel ships both vocabularies: nothing is downloaded at run time, where
+tiktoken itself fetches its vocabulary on first use. Its token ids were checked against tiktoken's
+(docs/optimizer.md, "Token counts"). Loading costs about a second and 100 MB of memory once per process
+(the package reads its three vocabularies on import), on the first count.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from tokenizers import Tokenizer
+TOKENIZERS: tuple[str, ...] = ("cl100k_base", "o200k_base", "embedding")
+DEFAULT_TOKENIZER = "cl100k_base"
 
-TOKENIZER_PATH = Path(__file__).resolve().parent.parent / "embedding" / "assets" / "minilm-l6-v2.tokenizer.json"
-TOKENIZER_NAME = "all-MiniLM-L6-v2 WordPiece (tokenizers)"
+EMBEDDING_TOKENIZER_PATH = (Path(__file__).resolve().parent.parent / "embedding" / "assets"
+                            / "minilm-l6-v2.tokenizer.json")
 
-# The BERT pre-tokenizer splits on whitespace, so cutting the text at newlines gives the same total count;
-# pieces of this size let ``encode_batch_fast`` spread a big text over the cores.
+# Big texts are counted in pieces: bpe-openai refuses a text of a million characters or one over 200,000
+# tokens, and pieces let WordPiece's batch encoder use every core. A piece ends right after an ASCII
+# letter or digit that is followed by whitespace or by ASCII punctuation other than an apostrophe (which
+# can start a contraction suffix in o200k): in both BPE patterns the word or number pre-token ends there
+# and the next one starts there, so the pieces' counts add up to the whole text's exactly (WordPiece
+# splits at whitespace and punctuation too). Only a run of _MAX_PIECE_CHARS without such a place (a long
+# hex blob) is cut blind, which can move the count by a token or two per cut.
 _PIECE_CHARS = 8192
+_MAX_PIECE_CHARS = 32768  # at most 4 tokens a character: well under bpe-openai's 200,000-token limit
+_CUT = re.compile(r"(?<=[A-Za-z0-9])[\s\x00-\x26\x28-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]")
+
+
+def _pieces(text: str) -> list[str]:
+    if len(text) <= _PIECE_CHARS:
+        return [text]
+    pieces: list[str] = []
+    start = 0
+    while len(text) - start > _PIECE_CHARS:
+        found = _CUT.search(text, start + _PIECE_CHARS, start + _MAX_PIECE_CHARS)
+        cut = found.start() if found else start + _MAX_PIECE_CHARS
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return pieces
+
+
+@lru_cache(maxsize=2)
+def _bpe_encoding(name: str) -> Any:
+    import bpe_openai
+
+    return bpe_openai.get_encoding(name)
 
 
 @lru_cache(maxsize=1)
-def _tokenizer() -> Tokenizer:
-    tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+def _wordpiece() -> Any:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(EMBEDDING_TOKENIZER_PATH))
     # The shipped file truncates and pads to 128 for embedding; a count must see the whole text.
     tokenizer.no_truncation()
     tokenizer.no_padding()
     return tokenizer
 
 
-def _pieces(text: str) -> list[str]:
-    pieces: list[str] = []
-    start = 0
-    while start < len(text):
-        cut = text.find("\n", start + _PIECE_CHARS)
-        if cut < 0:
-            cut = len(text)
-        pieces.append(text[start:cut])
-        start = cut
-    return pieces
+def _count_bpe(name: str) -> Callable[[str], int]:
+    encoding = _bpe_encoding(name)
+
+    def count(text: str) -> int:
+        # encode_ordinary: "<|endoftext|>" in a chunk is text to bill, not a special token to act on.
+        return sum(len(encoding.encode_ordinary(piece)) for piece in _pieces(text)) if text else 0
+
+    return count
 
 
-def count_tokens(text: str) -> int:
-    """How many tokens ``text`` has for the embedding model, without special tokens and without truncation."""
+def _count_wordpiece(text: str) -> int:
     if not text:
         return 0
-    encodings = _tokenizer().encode_batch_fast(_pieces(text), add_special_tokens=False)
+    encodings = _wordpiece().encode_batch_fast(_pieces(text), add_special_tokens=False)
     return sum(len(encoding.ids) for encoding in encodings)
+
+
+@lru_cache(maxsize=len(TOKENIZERS))
+def token_counter(tokenizer: str = DEFAULT_TOKENIZER) -> Callable[[str], int]:
+    """The function that counts tokens of a text under ``tokenizer`` (one of :data:`TOKENIZERS`),
+    without special tokens and without truncation. Raises ``ValueError`` for an unknown name."""
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"unknown tokenizer {tokenizer!r}; use one of {', '.join(TOKENIZERS)}")
+    if tokenizer == "embedding":
+        return _count_wordpiece
+    return _count_bpe(tokenizer)
+
+
+def count_tokens(text: str, tokenizer: str = DEFAULT_TOKENIZER) -> int:
+    """How many ``tokenizer`` tokens ``text`` has (default cl100k_base; see :func:`token_counter`)."""
+    return token_counter(tokenizer)(text)
