@@ -24,8 +24,6 @@ NAMED_TOOL_BONUS = 10
 # Lines that start a CI step (Travis and GitLab echo ``$ cmd``, GitHub Actions ``##[group]Run cmd``)
 # must reach the extractor too, though no rule matches them.
 STEP_HINTS: tuple[str, ...] = ("$ ", "##[group]run ")
-# The hint of rules tried on every line that holds any other hint (pass rules, which mask the others).
-ANY_HINT = "*"
 
 
 def hint_keys(hint: str) -> list[str]:
@@ -124,11 +122,7 @@ class RuleIndex:
         self._entries = entries
         self._markers: list[tuple[str, object]] = []
         by_hint: dict[str, tuple[list[int], list[int]]] = {}
-        always: list[int] = []
         for rank, entry in enumerate(entries):
-            if entry.rule.hint == ANY_HINT:
-                always.append(rank)
-                continue
             for hint in filter(None, entry.rule.hint.split("|")):
                 for key in hint_keys(hint):
                     by_hint.setdefault(key, ([], []))[0].append(rank)
@@ -141,7 +135,6 @@ class RuleIndex:
                 self._markers.append((table.tool, matcher))
         for hint in STEP_HINTS:
             by_hint.setdefault(hint, ([], []))
-        self._always = frozenset(always)
         self._automaton = ahocorasick.Automaton()
         for hint, (ranks, markers) in by_hint.items():
             self._automaton.add_word(hint, (frozenset(ranks), frozenset(markers), int(hint.endswith("\n"))))
@@ -171,8 +164,6 @@ class RuleIndex:
         for _, (r, m, _) in self._automaton.iter(lower):
             ranks |= r
             markers |= m
-        if ranks:
-            ranks |= self._always
         return ranks, markers
 
     def scan(

@@ -19,9 +19,8 @@ Only error, failure and summary lines can become the signature; ``weight`` (0-10
 the line explains the failure (the heaviest matching rule classifies a line). ``hint`` lists
 lower-case substrings separated by ``|``, one of which every match contains (``^x``: at the start of
 the line, ``x$``: at its end): a line is only tried against the rules whose hint it contains (found
-for all rules at once with Aho-Corasick), which keeps extraction fast. The hint ``*`` tries a rule on
-every line that holds any other hint (a pass rule must see every line another rule could claim).
-For ties between rules of the same weight, the earlier table wins. Cascade and exit rules weigh 100 so that they override (the
+for all rules at once with Aho-Corasick), which keeps extraction fast. For ties between rules of the
+same weight, the earlier table wins. Cascade and exit rules weigh 100 so that they override (the
 loose generic ``exit_code`` and the info-level rules weigh less, so real errors still win). ``needs_marker`` rules are generic-looking (``Error: ...``) and only count as their
 tool's when that tool was named or its markers were seen earlier in the log. ``points_next`` rules
 are headers ("rake aborted!", "* What went wrong:") whose next non-blank line says what went wrong:
@@ -940,7 +939,7 @@ GENERIC = _table(
         ("status_column", r"^\s*\S(?:.*\S)?\s{2,}(?:FAIL|FAILED|ERROR)(?: \([\d.]+m?s\))?$", _o(kind="failure", weight=66, hint="fail$|failed$|error$|fail (",
                                                                              example="parser/numbers              FAIL")),
         # A test result line that says the test passed ("unknown option:     OK") explains no failure.
-        ("passed_line", r"^\s*\S.*\s(?:OK|ok|PASS|PASSED|passed)(?: \([\d.]+m?s\))?$", _o(kind="pass", weight=75, hint="*",
+        ("passed_line", r"^\s*\S.*\s(?:OK|ok|PASS|PASSED|passed)(?: \([\d.]+m?s\))?$", _o(kind="pass", weight=75, hint="ok$|pass$|passed$|ok (|pass (|passed (",
                                                                    example="unknown option rejected:     OK")),
         ("shell_syntax", r"\bsyntax error(?: near unexpected token\b|: unexpected end of file\b)", _o(weight=72, hint="syntax error",
                                                                                            example="./ci/build.sh: line 12: syntax error near unexpected token `fi'")),
