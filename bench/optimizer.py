@@ -2,6 +2,7 @@
 
     python bench/optimizer.py [--data ../shared/data] [--limit N] [--types log,json,...] [--json]
                               [--no-meaning] [--baseline REV] [--text-links keep|dedupe|drop]
+                              [--tokenizer cl100k_base|o200k_base|embedding]
 
 Data (read-only, never copied into the project):
 - log:  LogChunks failed Travis logs (retention: the labelled failure chunk's lines survive), CiDiff
@@ -23,9 +24,9 @@ Data (read-only, never copied into the project):
 ``--baseline REV`` times the text, code and diff compressors of git revision REV against the working
 tree's, interleaved in this process on the same inputs, and prints the ratios.
 
-"Reduction" is 1 - tokens_after / tokens_before with the embedding model's WordPiece tokenizer, for
-the whole pipeline (aligner ``[ctx: ...]`` line and the ~27-token CCR marker included) and for the
-compressor alone: the median over inputs, and "all" = over the summed tokens of every input (big
+"Reduction" is 1 - tokens_after / tokens_before in cl100k_base tokens (``--tokenizer`` counts in
+o200k_base or the embedding model's WordPiece instead), for the whole pipeline (aligner ``[ctx: ...]``
+line and the CCR marker included) and for the compressor alone: the median over inputs, and "all" = over the summed tokens of every input (big
 inputs weigh more). "ms/10KB" is the compressor's time (detection excluded), and the pipeline's
 (detection, token counting and the CCR put included), after a warm-up that loads magika.
 
@@ -74,7 +75,9 @@ from shared.optimizer.detect import detect_content_type  # noqa: E402
 from shared.optimizer.outcome import CannotCompress  # noqa: E402
 from shared.optimizer.pipeline import InputChunk, optimize_chunks  # noqa: E402
 from shared.optimizer.prompt import split_trailer  # noqa: E402
-from shared.optimizer.tokens import count_tokens  # noqa: E402
+from shared.optimizer.tokens import DEFAULT_TOKENIZER, TOKENIZERS, token_counter  # noqa: E402
+
+count_tokens = token_counter(DEFAULT_TOKENIZER)  # main() switches it to --tokenizer
 
 _FOLD_SUFFIX = re.compile(r" \[×\d+\]$")
 _ERROR_LEVELS = {"error", "fatal", "severe", "critical", "crit", "e", "f", "err", "alert", "emerg", "panic"}
@@ -495,14 +498,18 @@ def main() -> None:
     parser.add_argument("--no-meaning", action="store_true", help="skip the SciFact ranking check of text")
     parser.add_argument("--text-links", choices=("keep", "dedupe", "drop"), default=None,
                         help="link policy of the text compressor column (default: the compressor's own)")
+    parser.add_argument("--tokenizer", choices=TOKENIZERS, default=DEFAULT_TOKENIZER,
+                        help="what counts the tokens (MEM_OPTIMIZER_TOKENIZER); default %(default)s")
     parser.add_argument("--baseline", metavar="REV", help="also time the text, code and diff compressors of git "
                         "revision REV in this process, on the same inputs, and print the speed ratios")
     args = parser.parse_args()
 
     kinds = set(args.types.split(","))
+    global count_tokens
+    count_tokens = token_counter(args.tokenizer)
     if args.text_links:
         COMPRESSORS["text"] = lambda text, query: compress_text(text, query=query, links=args.text_links)
-    settings = Settings(compress_code=True, redis_url=None)
+    settings = Settings(compress_code=True, redis_url=None, optimizer_tokenizer=args.tokenizer)
     too_big: list[str] = []
     sources: list[tuple[str, str, Iterator[Sample]]] = [
         ("log", "LogChunks", logchunks(args.data, args.limit)),
@@ -531,6 +538,7 @@ def main() -> None:
         if row.reductions:
             rows.append(row)
 
+    print(f"tokens: {args.tokenizer}")
     header = (f"{'type':5} {'source':21} {'n':>4} {'reduction':>9} {'all':>6} {'compressor':>10} "
               f"{'ms/10KB p50':>11} {'p95':>6} {'pipeline p95':>12} {'lines':>7} {'per input':>9} "
               f"{'inputs>=99%':>11} {'tail baseline':>15} {'URLs':>6} {'floor':>6}  detected / passthrough")
@@ -558,7 +566,7 @@ def main() -> None:
     if "text" in kinds and not args.no_meaning:
         import optimizer_meaning
 
-        meaning = optimizer_meaning.run(args.data, args.limit)
+        meaning = optimizer_meaning.run(args.data, args.limit, tokenizer=args.tokenizer)
         if meaning:
             print("\nmeaning check: SciFact test queries, each relevant abstract compressed and ranked "
                   "against the other abstracts (originals)")
