@@ -134,11 +134,11 @@ def ccr_original(principal: Principal, ccr_hash: str):  # type: ignore[no-untype
     """The text a ``<!-- CCR:<hash> -->`` marker stands for, exactly as it was before compression.
 
     404 for an unknown, expired or evicted hash and for one whose project the caller may not read (the
-    same answer, so a hash reveals nothing); 400 for a string that is not a CCR hash (24 lowercase hex
+    same answer, so a hash reveals nothing); 400 for a string that is not a CCR hash (29 decimal
     digits); 503 while the CCR store (Redis) is unreachable.
     """
     if not is_ccr_hash(ccr_hash):
-        raise Problem(400, "a CCR hash is 24 lowercase hexadecimal digits")
+        raise Problem(400, "a CCR hash is 29 decimal digits")
     settings = _settings()
     if not settings.ccr_enabled:
         raise Problem(404, _NOT_FOUND)

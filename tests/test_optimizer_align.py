@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shared.optimizer.align import CTX_LINE_PREFIX, MAX_VALUES_PER_NAME, align_dynamic
-from shared.optimizer.ccr import ccr_marker
+from shared.optimizer.ccr import ccr_hash, ccr_marker
 from shared.optimizer.prompt import PromptPiece, build_prompt, split_trailer
 
 RUN_TEMPLATE = """{ts1} INFO checkout {sha} for run_id={run}
@@ -57,16 +57,16 @@ def test_text_without_dynamic_values_is_unchanged() -> None:
 
 
 def test_split_trailer_separates_ctx_and_marker() -> None:
-    text = "body line\nsecond\n[ctx: sha=abc1234]\n" + ccr_marker("a" * 24)
+    text = "body line\nsecond\n[ctx: sha=abc1234]\n" + ccr_marker("1" * 29)
     body, trailer = split_trailer(text)
     assert body == "body line\nsecond"
-    assert trailer == ["[ctx: sha=abc1234]", ccr_marker("a" * 24)]
+    assert trailer == ["[ctx: sha=abc1234]", ccr_marker("1" * 29)]
 
 
 def test_prompt_order_is_stable_and_trailers_go_last() -> None:
-    a1 = PromptPiece(align_dynamic(FIRST).text + "\n" + ccr_marker("1" * 24), id="log-a")
+    a1 = PromptPiece(align_dynamic(FIRST).text + "\n" + ccr_marker("1" * 29), id="log-a")
     b = PromptPiece("runbook: restart the worker", id="doc-b")
-    a2 = PromptPiece(align_dynamic(SECOND).text + "\n" + ccr_marker("2" * 24), id="log-a")
+    a2 = PromptPiece(align_dynamic(SECOND).text + "\n" + ccr_marker("2" * 29), id="log-a")
     one = build_prompt(system="You are on call.", query="why did CI fail?", memory=["lesson 1"], chunks=[a1, b])
     two = build_prompt(system="You are on call.", query="why did CI fail?", memory=["lesson 1"], chunks=[b, a2])
     head_one, tail_one = one.split("## Run-specific values")
@@ -80,3 +80,10 @@ def test_prompt_order_is_stable_and_trailers_go_last() -> None:
 def test_prompt_without_chunks_or_query() -> None:
     prompt = build_prompt(system="sys")
     assert prompt == "sys\n"
+
+
+def test_a_ccr_marker_inside_a_log_is_not_taken_for_a_run_value() -> None:
+    # A log that quotes an earlier compressed chunk keeps its marker usable: digits are not a SHA.
+    marker = ccr_marker(ccr_hash("an earlier original"))
+    aligned = align_dynamic(f"step 1 failed, see\n{marker}\nexit status 1")
+    assert marker in aligned.text

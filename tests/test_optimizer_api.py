@@ -64,7 +64,7 @@ def test_compress_then_fetch_the_original_byte_identical(client, make_key, proje
     assert body["totals"]["tokenizer"] == "cl100k_base"
     marker = CCR_MARKER_RE.search(chunk["text"])
     assert marker is not None and marker.group(1) == chunk["ccr_hash"]
-    assert len(chunk["ccr_hash"]) == 24
+    assert len(chunk["ccr_hash"]) == 29 and chunk["ccr_hash"].isdigit()
 
     fetched = client.get(f"/memory/ccr/{chunk['ccr_hash']}", headers=headers)
     assert fetched.status_code == 200, fetched.get_json()
@@ -81,7 +81,7 @@ def test_a_caller_who_cannot_see_the_project_gets_the_unknown_hash_answer(client
     hash_ = _only_chunk(_optimize(client, owner, {"text": LOG}, project=project_name))["ccr_hash"]
 
     hidden = client.get(f"/memory/ccr/{hash_}", headers=stranger)
-    unknown = client.get(f"/memory/ccr/{'0' * 24}", headers=stranger)
+    unknown = client.get(f"/memory/ccr/{'0' * 29}", headers=stranger)
     assert hidden.status_code == unknown.status_code == 404
     assert hidden.get_json()["detail"] == unknown.get_json()["detail"]
     assert client.get(f"/memory/ccr/{hash_}", headers=admin).status_code == 200
@@ -100,11 +100,13 @@ def test_originals_without_a_project_are_for_callers_scoped_to_every_project(cli
 
 
 def test_hash_shapes(client, admin_headers) -> None:
-    for bad in ("zz", "A" * 24, "a" * 64, "a" * 23, "%20" + "a" * 24):
+    # The 24-hex keys of before, other lengths, non-ASCII digits and padding are not hashes.
+    for bad in ("zz", "0f3a9c2b7e1d4a6b8c5f2e90", "1" * 28, "1" * 30, "1" * 28 + "a", "١" * 29, "%20" + "1" * 29):
         response = client.get(f"/memory/ccr/{bad}", headers=admin_headers)
         assert response.status_code == 400, bad
         assert response.mimetype == "application/problem+json"
-    assert client.get(f"/memory/ccr/{'a' * 24}").status_code == 401
+    assert client.get(f"/memory/ccr/{'1' * 29}", headers=admin_headers).status_code == 404
+    assert client.get(f"/memory/ccr/{'1' * 29}").status_code == 401
 
 
 def test_optimizing_needs_read_access(client, make_key) -> None:
@@ -250,7 +252,7 @@ def test_ccr_disabled_means_no_markers_and_no_originals(client_with, admin_heade
     chunk = _only_chunk(_optimize(client, admin_headers, {"text": LOG}))
     assert chunk["reason"] is None and chunk["ccr_hash"] is None
     assert CCR_MARKER_RE.search(chunk["text"]) is None
-    assert client.get(f"/memory/ccr/{'b' * 24}", headers=admin_headers).status_code == 404
+    assert client.get(f"/memory/ccr/{'2' * 29}", headers=admin_headers).status_code == 404
 
 
 def test_ccr_capacity_evicts_the_least_recently_used(client_with, admin_headers, project_name) -> None:
@@ -275,7 +277,7 @@ def test_redis_down_compresses_without_a_marker_and_reads_are_503(client_with, a
     chunk = _only_chunk(_optimize(client, admin_headers, {"text": LOG}))
     assert chunk["reason"] == "ccr_unavailable" and chunk["ccr_hash"] is None
     assert chunk["tokens_after"] < chunk["tokens_before"]
-    response = client.get(f"/memory/ccr/{'c' * 24}", headers=admin_headers)
+    response = client.get(f"/memory/ccr/{'3' * 29}", headers=admin_headers)
     assert response.status_code == 503 and response.headers.get("Retry-After")
 
 

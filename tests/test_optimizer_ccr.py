@@ -13,6 +13,7 @@ from shared.optimizer.ccr import (
     MemoryCCRStore,
     RedisCCRStore,
     ccr_hash,
+    ccr_marker,
     get_ccr_store,
     is_ccr_hash,
 )
@@ -41,6 +42,26 @@ def test_memory_round_trip_is_byte_identical_and_records_the_project() -> None:
     assert entry.original.encode() == original.encode()
     assert entry.project == "payments"
     assert entry.created_at > 0
+
+
+def test_hash_is_96_bits_of_the_sha256_in_29_digits() -> None:
+    import hashlib
+
+    digest = hashlib.sha256(b"payments\x00some text").digest()
+    assert ccr_hash("some text", "payments") == str(int.from_bytes(digest[:12], "big")).zfill(29)
+    leading_zero = next(f"t{i}" for i in range(10_000) if hashlib.sha256(b"\x00" + f"t{i}".encode()).digest()[0] < 8)
+    assert len(ccr_hash(leading_zero)) == 29 and ccr_hash(leading_zero).startswith("0")
+    assert is_ccr_hash("0" * 29) and not is_ccr_hash("0" * 28) and not is_ccr_hash("f" * 24)
+    assert not is_ccr_hash("٣" * 29)  # digits of other scripts are not ASCII digits
+
+
+def test_marker_costs_the_same_few_bpe_tokens_for_every_hash() -> None:
+    # Three digits a token in both BPE encodings: the cost no_gain weighs is fixed, not luck of the hash.
+    from shared.optimizer.tokens import count_tokens
+
+    markers = [ccr_marker(ccr_hash(f"original {i}", "p")) for i in range(300)]
+    assert {count_tokens(marker, "cl100k_base") for marker in markers} == {15}
+    assert {count_tokens(marker, "o200k_base") for marker in markers} == {14}
 
 
 def test_same_text_in_two_projects_gives_two_entries() -> None:
@@ -75,7 +96,7 @@ def test_memory_ttl_expires_entries() -> None:
 
 
 def test_unknown_hash_is_none() -> None:
-    assert MemoryCCRStore(1, 1).get("0" * 24) is None
+    assert MemoryCCRStore(1, 1).get("0" * 29) is None
 
 
 def test_bad_capacity_is_refused() -> None:
@@ -117,7 +138,7 @@ def test_redis_round_trip_and_project(redis_client: object) -> None:
     assert entry is not None
     assert entry.original == original
     assert entry.project == "infra"
-    assert store.get("f" * 24) is None
+    assert store.get("9" * 29) is None
     assert store.get("not-a-hash") is None
 
 
@@ -168,7 +189,7 @@ def test_redis_unreachable_raises_ccr_unavailable() -> None:
     with pytest.raises(CCRUnavailable):
         store.put("x")
     with pytest.raises(CCRUnavailable):
-        store.get("a" * 24)
+        store.get("1" * 29)
 
 
 def test_get_ccr_store_uses_redis_when_configured(redis_client: object) -> None:

@@ -5,11 +5,14 @@ Each entry records the project it came from so the API can apply that project's 
 is the sha256 of the project name and the original (domain-separated), so the same text seen in two
 projects gives two entries and one project's put never re-labels another project's entry.
 
-The key is the first 24 hex digits (96 bits) of that sha256: the marker then costs about 27 WordPiece
-tokens instead of about 56 for all 64 digits, which decided whether compressing a vault-sized chunk pays
-at all. 96 bits are plenty for a store of at most ``MEM_CCR_MAX_ENTRIES`` live entries: the chance that
-any two of n entries collide is about n^2 / 2^97, 6e-24 for the default 1000 (6e-18 for a million). The
-key is not a security boundary either: authorisation is the entry's project, checked on every read.
+The key is the first 96 bits of that sha256 written as 29 decimal digits (zero-padded). The marker then
+costs exactly 15 cl100k_base tokens (cl100k and o200k bill three digits a token), against 18.6 on average
+and up to 25 for the same 96 bits as 24 hex digits, whose letters and digits are separate pre-tokens, and
+41 for all 64 hex digits (docs/optimizer.md, "Token counts"). Digits are also case-free, safe in URLs and
+shells, and not taken for a SHA by the aligner when a marker sits inside a log. 96 bits are plenty for a
+store of at most ``MEM_CCR_MAX_ENTRIES`` live entries: the chance that any two of n entries collide is
+about n^2 / 2^97, 6e-24 for the default 1000 (6e-18 for a million). The key is not a security boundary
+either: authorisation is the entry's project, checked on every read.
 
 Two stores: in-process (LRU capacity plus TTL, via cachetools) and Redis (shared by every API replica),
 chosen by :func:`get_ccr_store` from ``MEM_REDIS_URL``.
@@ -29,9 +32,10 @@ from cachetools import TTLCache
 
 from shared.config import Settings
 
-CCR_HASH_HEX_DIGITS = 24  # 96 bits of the sha256; see the module docstring for the collision odds
-CCR_MARKER_RE = re.compile(rf"<!-- CCR:([0-9a-f]{{{CCR_HASH_HEX_DIGITS}}}) -->")
-_HASH_RE = re.compile(rf"[0-9a-f]{{{CCR_HASH_HEX_DIGITS}}}")
+CCR_HASH_BITS = 96  # of the sha256; see the module docstring for the collision odds
+CCR_HASH_DIGITS = len(str(2**CCR_HASH_BITS - 1))  # 29 decimal digits
+CCR_MARKER_RE = re.compile(rf"<!-- CCR:([0-9]{{{CCR_HASH_DIGITS}}}) -->")
+_HASH_RE = re.compile(rf"[0-9]{{{CCR_HASH_DIGITS}}}")
 
 
 class CCRUnavailable(RuntimeError):
@@ -52,13 +56,14 @@ class CCREntry:
 
 
 def ccr_hash(original: str, project: str | None = None) -> str:
-    """The key of ``original`` in the store: the first 24 hex digits of the sha256 over the project
-    name, a NUL and the UTF-8 text."""
+    """The key of ``original`` in the store: the first 96 bits of the sha256 over the project name, a
+    NUL and the UTF-8 text, as 29 decimal digits."""
     digest = hashlib.sha256()
     digest.update((project or "").encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
     digest.update(original.encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()[:CCR_HASH_HEX_DIGITS]
+    value = int.from_bytes(digest.digest()[: CCR_HASH_BITS // 8], "big")
+    return str(value).zfill(CCR_HASH_DIGITS)
 
 
 def ccr_marker(hash_: str) -> str:
@@ -67,7 +72,7 @@ def ccr_marker(hash_: str) -> str:
 
 
 def is_ccr_hash(value: str) -> bool:
-    """True when ``value`` has the shape of a CCR hash: exactly 24 lowercase hex digits."""
+    """True when ``value`` has the shape of a CCR hash: exactly 29 decimal digits (ASCII)."""
     return isinstance(value, str) and _HASH_RE.fullmatch(value) is not None
 
 
