@@ -2,7 +2,7 @@
 
     python bench/optimizer.py [--data ../shared/data] [--limit N] [--types log,json,...] [--json]
                               [--no-meaning] [--baseline REV] [--text-links keep|dedupe|drop]
-                              [--tokenizer cl100k_base|o200k_base|embedding]
+                              [--tokenizer cl100k_base|o200k_base|embedding] [--units] [--marker-keys]
 
 Data (read-only, never copied into the project):
 - log:  LogChunks failed Travis logs (retention: the labelled failure chunk's lines survive), CiDiff
@@ -20,6 +20,10 @@ Data (read-only, never copied into the project):
         without and with a query (the alert name's words; the claim) (retention: code lines, inline
         code, identifiers, numbers and error codes survive, see ``text_must_keep``; URLs reported
         apart), then the SciFact ranking check of ``bench/optimizer_meaning.py`` (``--no-meaning``).
+
+``--units`` counts every input with cl100k_base, o200k_base and WordPiece instead of compressing it (how
+the units differ per source, and what counting costs); ``--marker-keys`` prints what the CCR marker
+costs with its hash in other key formats.
 
 ``--baseline REV`` times the text, code and diff compressors of git revision REV against the working
 tree's, interleaved in this process on the same inputs, and prints the ratios.
@@ -481,6 +485,69 @@ def compare_speed(args: argparse.Namespace, kinds: set[str], settings: Settings)
               f"p95 {_p95(times['old']):6.2f} -> {_p95(times['new']):6.2f}")
 
 
+def compare_units(sources: list[tuple[str, str, Iterator[Sample]]], kinds: set[str]) -> None:
+    """Every source's inputs counted by each tokenizer: total tokens, WordPiece tokens per cl100k token,
+    characters per cl100k token and counting ms per 10 KB (median over inputs)."""
+    counters = {name: token_counter(name) for name in TOKENIZERS}
+    for counter in counters.values():
+        counter("warm-up: load the vocabulary once")
+    print(f"\n{'type':5} {'source':21} {'n':>4} " + " ".join(f"{name:>12}" for name in TOKENIZERS)
+          + f" {'wp/cl100k':>9} {'chars/cl100k':>12}  ms/10KB p50 " + " / ".join(TOKENIZERS))
+    for kind, source, samples in sources:
+        if kind not in kinds:
+            continue
+        totals = dict.fromkeys(TOKENIZERS, 0)
+        speed: dict[str, list[float]] = {name: [] for name in TOKENIZERS}
+        chars = inputs = 0
+        for sample in samples:
+            size = max(len(sample.text.encode("utf-8", "replace")) / 10240, 1e-9)
+            for name, counter in counters.items():
+                started = time.perf_counter()
+                totals[name] += counter(sample.text)
+                speed[name].append((time.perf_counter() - started) * 1000 / size)
+            chars += len(sample.text)
+            inputs += 1
+        if not inputs:
+            continue
+        print(f"{kind:5} {source:21} {inputs:>4} " + " ".join(f"{totals[name]:>12,}" for name in TOKENIZERS)
+              + f" {totals['embedding'] / totals['cl100k_base']:>9.2f} {chars / totals['cl100k_base']:>12.2f}  "
+              + " / ".join(f"{statistics.median(speed[name]):.2f}" for name in TOKENIZERS))
+
+
+def marker_costs(keys: int = 300) -> None:
+    """What a CCR marker costs with the same hash written in other key formats, per tokenizer."""
+    import base64
+    import hashlib
+    import string
+
+    def letters(value: int, count: int) -> str:
+        out = []
+        for _ in range(count):
+            value, digit = divmod(value, 26)
+            out.append(string.ascii_lowercase[digit])
+        return "".join(out)
+
+    formats: dict[str, Callable[[bytes], str]] = {
+        "29 decimal digits (96 bits, now)": lambda d: str(int.from_bytes(d[:12], "big")).zfill(29),
+        "24 hex (96 bits, before)": lambda d: d.hex()[:24],
+        "16 hex (64 bits)": lambda d: d.hex()[:16],
+        "64 hex (all 256 bits)": lambda d: d.hex(),
+        "21 letters a-z (98 bits)": lambda d: letters(int.from_bytes(d[:13], "big"), 21),
+        "20 base32, lowercase (100 bits)": lambda d: base64.b32encode(d).decode().lower()[:20],
+        "16 base64url (96 bits)": lambda d: base64.urlsafe_b64encode(d).decode()[:16],
+    }
+    digests = [hashlib.sha256(f"original {i}".encode()).digest() for i in range(keys)]
+    print(f"CCR marker cost over {keys} keys, mean (max) tokens; the frame '<!-- CCR: -->' alone: "
+          + ", ".join(f"{name} {token_counter(name)('<!-- CCR: -->')}" for name in TOKENIZERS))
+    print(f"{'key':34} " + " ".join(f"{name:>14}" for name in TOKENIZERS))
+    for label, render in formats.items():
+        cells = []
+        for name in TOKENIZERS:
+            costs = [token_counter(name)(f"<!-- CCR:{render(d)} -->") for d in digests]
+            cells.append(f"{statistics.mean(costs):>8.1f} ({max(costs)})")
+        print(f"{label:34} " + " ".join(f"{cell:>14}" for cell in cells))
+
+
 def _p95(values: list[float]) -> float:
     if not values:
         return float("nan")
@@ -500,10 +567,17 @@ def main() -> None:
                         help="link policy of the text compressor column (default: the compressor's own)")
     parser.add_argument("--tokenizer", choices=TOKENIZERS, default=DEFAULT_TOKENIZER,
                         help="what counts the tokens (MEM_OPTIMIZER_TOKENIZER); default %(default)s")
+    parser.add_argument("--units", action="store_true", help="instead of compressing, count every input with "
+                        "each tokenizer and print totals, WordPiece per cl100k token and counting speed")
+    parser.add_argument("--marker-keys", action="store_true",
+                        help="print what the CCR marker costs in other key formats, per tokenizer, and stop")
     parser.add_argument("--baseline", metavar="REV", help="also time the text, code and diff compressors of git "
                         "revision REV in this process, on the same inputs, and print the speed ratios")
     args = parser.parse_args()
 
+    if args.marker_keys:
+        marker_costs()
+        return
     kinds = set(args.types.split(","))
     global count_tokens
     count_tokens = token_counter(args.tokenizer)
@@ -524,6 +598,9 @@ def main() -> None:
         ("text", "SciFact rel.", scifact_pairs(args.data, args.limit, with_query=False)),
         ("text", "SciFact rel.+claim", scifact_pairs(args.data, args.limit, with_query=True)),
     ]
+    if args.units:
+        compare_units(sources, kinds)
+        return
     store = MemoryCCRStore(100_000, 3600)
     detect_content_type("warm-up: load magika once " * 40)  # the first load is not what we measure
     compress_log("a\nb\nERROR warm-up\nc\nd")
