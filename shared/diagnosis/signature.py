@@ -290,8 +290,10 @@ class _Scan:
 
     def _candidate(self, raw: str, body: str, cls: LineClass) -> None:
         listed = cls.weight >= ERROR_LIST_WEIGHT and len(self.errors) <= self.max_errors
-        if not listed and all(b is not None and b.score >= cls.weight for b in (self.step_best, self.overall_best)):
-            return  # cannot win (a later line loses ties) and is not listed: skip the bookkeeping
+        if not listed and self.step_best is not None and self.step_best.score >= cls.weight:
+            # Cannot win: a later line of the same step loses ties, and whatever the step's end adds or
+            # takes (failed-step bonus, survived-step penalty) goes to its best line. Not listed either.
+            return
         key = _dedupe_key(body)
         cand = _Candidate(self.line_no, raw, body, cls, cls.weight, self.last_marker, list(self.before))
         # A repeated error (the same step re-run, a traceback printed twice) keeps its first
