@@ -41,7 +41,8 @@ Retention is reported three ways: over all must-keep lines of a source ("lines")
 ("per input") and as the share of inputs that keep at least 99 % ("inputs>=99%"). For logs, "tail
 baseline" is the retention (lines / per input) of the crudest alternative at the same size: the last
 characters of the log, as many as the pipeline's output has. It shows how much of the retention is
-choice, not volume.
+choice, not volume. For JSON the "baseline" column is the median reduction of minifying alone
+(``json.dumps`` without blanks): BPE bills indentation, so that share of a JSON saving needs no crushing.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ class Row:
     tokens_after: int = 0
     baseline_kept: int = 0
     baseline_per_input: list[float] = field(default_factory=list)
+    minified_reductions: list[float] = field(default_factory=list)  # json: what minifying alone saves
     skipped: int = 0
     reductions: list[float] = field(default_factory=list)
     compressor_reductions: list[float] = field(default_factory=list)
@@ -424,14 +426,18 @@ def measure(sample: Sample, row: Row, settings: Settings, store: MemoryCCRStore)
         row.kept += kept
         row.must += len(sample.must_keep)
         row.per_input.append(kept / len(sample.must_keep))
-    if sample.urls:
-        row.urls += len(sample.urls)
-        row.urls_kept += sum(1 for url in sample.urls if url in chunk.text)
         if sample.kind == "log":
             tail = sample.text[len(sample.text) - len(chunk.text):] if len(chunk.text) < len(sample.text) else sample.text
             baseline = sample.checker(tail, sample.must_keep)
             row.baseline_kept += baseline
             row.baseline_per_input.append(baseline / len(sample.must_keep))
+    if sample.kind == "json":
+        # Minifying alone: whitespace is billed by BPE (free in WordPiece), so part of any JSON saving is this.
+        minified = json.dumps(json.loads(sample.text), ensure_ascii=False, separators=(",", ":"))
+        row.minified_reductions.append(1 - count_tokens(minified) / before)
+    if sample.urls:
+        row.urls += len(sample.urls)
+        row.urls_kept += sum(1 for url in sample.urls if url in chunk.text)
 
 
 def _load_revision(module: str, revision: str, repo: Path) -> object:
@@ -618,7 +624,7 @@ def main() -> None:
     print(f"tokens: {args.tokenizer}")
     header = (f"{'type':5} {'source':21} {'n':>4} {'reduction':>9} {'all':>6} {'compressor':>10} "
               f"{'ms/10KB p50':>11} {'p95':>6} {'pipeline p95':>12} {'lines':>7} {'per input':>9} "
-              f"{'inputs>=99%':>11} {'tail baseline':>15} {'URLs':>6} {'floor':>6}  detected / passthrough")
+              f"{'inputs>=99%':>11} {'baseline':>15} {'URLs':>6} {'floor':>6}  detected / passthrough")
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -627,7 +633,8 @@ def main() -> None:
         whole = (f"{sum(1 for r in row.per_input if r >= 0.99) / len(row.per_input):.0%}"
                  if row.per_input else "n/a")
         baseline = (f"{row.baseline_kept / row.must:.1%} / {statistics.mean(row.baseline_per_input):.1%}"
-                    if row.baseline_per_input else "n/a")
+                    if row.baseline_per_input else
+                    f"minified {statistics.median(row.minified_reductions):.1%}" if row.minified_reductions else "n/a")
         overall = 1 - row.tokens_after / row.tokens_before if row.tokens_before else 0.0
         print(
             f"{row.kind:5} {row.source:21} {len(row.reductions):>4} {statistics.median(row.reductions):>9.1%} "
