@@ -661,7 +661,7 @@ ELIXIR = _table(
 
 HASKELL = _table(
     "haskell",
-    (('] compiling ', r"^\[\s*\d+ of \d+\] Compiling "), ('^cabal |^$ cabal ', r"^(?:\$ )?cabal "), ('^stack |^$ stack ', r"^(?:\$ )?stack (?:build|test|setup)"),
+    (('^cabal |^$ cabal ', r"^(?:\$ )?cabal "), ('^stack |^$ stack ', r"^(?:\$ )?stack (?:build|test|setup)"),
      ('^preprocessing ', r"^Preprocessing (?:library|executable|test suite) ")),
     [
         # GHC puts the message on the lines after the position: the signature reads the next line too.
@@ -735,7 +735,7 @@ EMACS = _table(
 
 VIM = _table(
     "vim",
-    (('executed test_', r"^Executed Test_\w+\(\) in "), ('vader', r"\bVader\b"), ('test results:', r"^Test results:$")),
+    (('vader', r"\bVader\b"), ('test results:', r"^Test results:$"), ('executed ', r"^Executed \d+ tests? in ")),
     [
         ("found_errors", r"^\s*Found errors in \S+\(\):$", _o(kind="failure", weight=84, hint="found errors in",
                                                           example="Found errors in Test_parse_numbers():")),
@@ -747,7 +747,7 @@ VIM = _table(
 
 GTEST = _table(
     "gtest",
-    (('[==========] running', r"^\[==========\] Running \d+ tests?"), ('[ run      ]', r"^\[ RUN      \] "), ('[       ok ]', r"^\[       OK \] ")),
+    (('[==========] running', r"^\[==========\] Running \d+ tests?"), ('[  passed  ]', r"^\[  PASSED  \] \d+ tests?")),
     [
         ("failure", r"^\S+(?::\d+:|\(\d+\):) Failure$", _o(weight=86, hint=": failure|): failure", example="test/parser_test.cc:42: Failure")),
         # googletest's verdict, also used by Neovim's busted output handler ("[  ERROR   ] spec.lua @ 12: name").
@@ -786,7 +786,7 @@ CLOJURE = _table(
 
 XCODE = _table(
     "xcode",
-    (('▸ ', r"^▸ (?:Building|Compiling|Linking|Running|Test Succeeded|Processing)"), ('xcodebuild', r"\bxcodebuild\b"),
+    (('^▸ building|^▸ linking|^▸ running', r"^▸ (?:Building|Linking|Running)"), ('xcodebuild', r"\bxcodebuild\b"),
      ('test suite ', r"^Test Suite '.+' (?:started|passed|failed) at ")),
     [
         ("xcpretty_failed", r"^\s*✗ \S.*", _o(kind="failure", weight=72, hint="✗", needs_marker=True,
@@ -813,7 +813,7 @@ LATEX = _table(
 
 PURESCRIPT = _table(
     "purescript",
-    (('purs ', r"^(?:\$ )?(?:npx )?(?:purs|pulp|spago) "), ('compiling ', r"^\[\d+ of \d+\] Compiling [A-Z]")),
+    (('purs |pulp |spago ', r"^(?:\$ )?(?:npx )?(?:purs|pulp|spago) "),),
     [
         # "Error found:" / "Error 1 of 3:" head the module, position and message lines.
         ("error", r"^\s*Error (?:found|\d+ of \d+):$", _o(weight=82, hint="error found:|error 1 of|error 2 of|error 3 of|error 4 of|error 5 of|error 6 of|error 7 of|error 8 of|error 9 of", with_next=True, example="Error found:")),
