@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-PROJECT_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
-PROJECT_RE = re.compile(PROJECT_PATTERN)
+from shared.vault.paths import PROJECT_PATTERN, PROJECT_RULE, UnsafePath, validate_project_name
 
 #: A project name, with its rule in the published JSON Schema (so clients and the contract fuzzer see it).
 ProjectName = Annotated[str, StringConstraints(pattern=PROJECT_PATTERN, min_length=1, max_length=100)]
 
 
 def check_project_name(value: str) -> str:
-    """Projects are top-level vault folders: lowercase letters, digits, '.', '_' and '-' (no leading dot)."""
-    if not PROJECT_RE.fullmatch(value):
-        raise ValueError("project must be 1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit")
-    return value
+    """Projects are top-level vault folders, named by the vault's one rule (``PROJECT_PATTERN``)."""
+    try:
+        return validate_project_name(value)
+    except UnsafePath:
+        raise ValueError(f"project must be {PROJECT_RULE}") from None
 
 
 class Strict(BaseModel):

@@ -75,6 +75,21 @@ def test_first_sync_clones_and_indexes_every_project(synced: dict[str, Any]) -> 
     assert [r for r in again["projects"] if r["project"] == p] == [], "nothing changed: no work for the project"
 
 
+def test_a_folder_the_api_could_not_name_is_skipped_not_indexed(synced: dict[str, Any]) -> None:
+    # Project names follow one rule everywhere: a folder the API would refuse as a project must not
+    # become a project that no request can name.
+    editor = synced["editor"]
+    _sync()
+    editor.write("Payments/runbooks/refund.md", "# Refund\n\nThe tapirrefund step.\n")
+    editor.commit_and_push("an upper-case folder")
+
+    result = _sync()["result"]
+    reasons = {s["path"]: s["reason"] for s in result["skipped"]}
+    assert "Payments/" in reasons and "a-z" in reasons["Payments/"], reasons
+    assert all(r["project"] != "Payments" for r in result["projects"])
+    assert document_paths("Payments") == set()
+
+
 def test_add_edit_rename_delete_reindex_exactly_those(synced: dict[str, Any]) -> None:
     p, editor = synced["project"], synced["editor"]
     _sync()

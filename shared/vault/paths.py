@@ -26,7 +26,12 @@ MAX_PROJECT_CHARS = 100
 MAX_DECODE_ROUNDS = 4
 
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
-_PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+#: The one rule for project names (top-level vault folders), used by the vault, the API schemas and the
+#: CLI. Lower case only: OpenSearch index names must be lower case, and two folders that differ only in
+#: case would be one folder on a case-insensitive checkout. No trailing dot: Windows drops it.
+PROJECT_PATTERN = r"^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9_-])?$"
+PROJECT_RULE = "1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit and not ending with '.'"
+_PROJECT_NAME = re.compile(PROJECT_PATTERN)
 _DRIVE_LETTER = re.compile(r"^[A-Za-z]:")
 # Characters that play a structural role in a path on some platform.
 _STRUCTURAL = frozenset("./\\:")
@@ -54,8 +59,8 @@ class UnsafePath(ValueError):
 def validate_project_name(name: object) -> str:
     """Return ``name`` if it is a usable project (top-level folder) name, else raise :class:`UnsafePath`.
 
-    A project name is ASCII letters, digits, ``.``, ``_`` and ``-``, starts with a letter or digit,
-    does not end with a dot and is at most 100 characters.
+    A project name is lower-case ASCII letters, digits, ``.``, ``_`` and ``-``, starts with a letter
+    or digit, does not end with a dot and is at most 100 characters (``PROJECT_PATTERN``).
     """
     if not isinstance(name, str):
         raise UnsafePath("project name must be a string")
@@ -63,11 +68,8 @@ def validate_project_name(name: object) -> str:
         raise UnsafePath("project name is empty")
     if len(name) > MAX_PROJECT_CHARS:
         raise UnsafePath(f"project name is longer than {MAX_PROJECT_CHARS} characters")
-    if not _PROJECT_NAME.fullmatch(name) or name.endswith("."):
-        raise UnsafePath(
-            "project name must be letters, digits, '.', '_' or '-', start with a letter or digit "
-            "and not end with '.'"
-        )
+    if not _PROJECT_NAME.fullmatch(name):
+        raise UnsafePath(f"project name must be {PROJECT_RULE}")
     return name
 
 
