@@ -528,6 +528,13 @@ CHOICE_CASES = {
         ["$ ./ci/build.sh", "Building", "./ci/build.sh: line 12: syntax error near unexpected token `fi'", "./ci/build.sh: line 12: `fi'",
          _TRAVIS_FAIL.format("./ci/build.sh")],
         "generic.shell_syntax", 3),
+    # git could not fetch what the build needs: the "No such file" lines after it are consequences.
+    "git_remote": (
+        ["$ git clone --depth 1 https://example.org/deps/lexer.git && cd lexer && make", "Cloning into 'lexer'...",
+         "fatal: unable to access 'https://example.org/deps/lexer.git/': Could not resolve host: example.org",
+         "/home/ci/.ci/job_stages: line 80: cd: lexer: No such file or directory",
+         _TRAVIS_FAIL.format("git clone --depth 1 https://example.org/deps/lexer.git && cd lexer && make")],
+        "generic.git_remote", 3),
 }
 
 

@@ -927,8 +927,15 @@ GENERIC = _table(
         # Compiler-style diagnostics every toolchain prints: file:line[:col]: error: message
         ("compiler_error", r"^\s*\S+?[:(]\d+(?:[,:]\d+)?\)?:? (?:fatal )?error(?: [A-Z]+\d+)?:? \S.*",
          _o(weight=88, hint="error", example="lib/parse.ml:12:5: error: unbound value parse")),
+        # git could not fetch or check out what the build needs: the root cause of the "No such file"
+        # lines that follow ("cd: vim: No such file or directory").
+        ("git_remote", r"^(?:fatal|error): (?:unable to access '[^']+'|repository '[^']+' not found|Could not read from remote repository|"
+                       r"Authentication failed for|could not read Username|the remote end hung up unexpectedly|early EOF|"
+                       r"remote error: |[Cc]ouldn't find remote ref |Remote branch \S+ not found|reference is not a tree|"
+                       r"pathspec '[^']*' did not match|RPC failed|unable to checkout working tree)",
+         _o(weight=76, hint="fatal: |error: ", example="fatal: unable to access 'https://example.org/x.git/': Could not resolve host: example.org")),
         ("error_prefix", r"^\s*(?:ERROR|Error|error|FATAL|Fatal|fatal)(?:\[[\w-]+\])?(?: in [^:]+)?\s?:\s*\S.*",
-         _o(weight=58, hint="error|fatal", example="fatal: repository 'https://example.org/x.git/' not found")),
+         _o(weight=58, hint="error|fatal", example="fatal: no upstream configured for branch 'main'")),
         ("fail_prefix", r"^\s*(?:FAIL|FAILED|Fail|Failed|fail|failed)\s*[:!]\s*(?!\d)\S.*",
          _o(kind="failure", weight=62, hint="fail", example="fail: [string \"codec.lua\"]:12: no such hash")),
         ("tool_error", r"^[\w.+-]+: (?:fatal )?error: \S.*", _o(weight=60, hint="error: ",
