@@ -535,6 +535,13 @@ CHOICE_CASES = {
          "/home/ci/.ci/job_stages: line 80: cd: lexer: No such file or directory",
          _TRAVIS_FAIL.format("git clone --depth 1 https://example.org/deps/lexer.git && cd lexer && make")],
         "generic.git_remote", 3),
+    # rake's "Command failed with status (1)" after "rake aborted!" is its verdict on a shell command
+    # whose own output said what went wrong; the header hands its weight to nothing.
+    "rake_command_failed": (
+        ["$ bundle exec rake qunit:test", "Running 310 browser tests", "Tests timed out after 900 s", "rake aborted!",
+         "Command failed with status (124): [node test/run-qunit.js http://localhost:6000/q...]",
+         "/home/ci/app/lib/tasks/qunit.rake:40:in `block in <main>'", _TRAVIS_FAIL.format("bundle exec rake qunit:test")],
+        "generic.timeout", 3),
 }
 
 

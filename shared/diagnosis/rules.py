@@ -558,6 +558,9 @@ RUBY = _table(
         ("numbered", r"^\s*\d+\) \S.*", _o(kind="failure", weight=66, hint="^1) |^ 1) |^  1) |^   1) |^    1) |^2) |^ 2) |^  2) |^   2) |^    2) |^3) |^ 3) |^  3) |^   3) |^    3) |^4) |^ 4) |^  4) |^   4) |^    4) |^5) |^ 5) |^  5) |^   5) |^    5) |^6) |^ 6) |^  6) |^   6) |^    6) |^7) |^ 7) |^  7) |^   7) |^    7) |^8) |^ 8) |^  8) |^   8) |^    8) |^9) |^ 9) |^  9) |^   9) |^    9) ", needs_marker=True,
                                          example="  1) Parser parses numbers")),
         ("rake_aborted", r"^rake aborted!$", _o(kind="failure", weight=60, hint="rake aborted", points_next=True, example="rake aborted!")),
+        # rake's verdict on a shell command (``sh``) whose own output said what went wrong.
+        ("rake_command", r"^Command failed with status \(\d+\): ", _o(kind="exit", weight=60, hint="command failed with status",
+                                                                      example="Command failed with status (1): [bundle exec rspec...]")),
         ("rake_trace", r"^\(See full trace by running task with --trace\)", _o(kind="cascade", weight=100, hint="see full trace",
                                                                                  example="(See full trace by running task with --trace)")),
         ("rspec_rerun", r"^rspec \./\S+:\d+ # \S.*", _o(kind="summary", weight=58, hint="rspec ./",

@@ -229,6 +229,9 @@ class _Scan:
                 self._candidate(raw, body, self.header)
                 self.header = None
         elif cls.kind == "exit":
+            # A header followed by an exit line ("rake aborted!" then "Command failed with status (1)")
+            # points at nothing new: the error is above it.
+            self.header = None
             self._exit(cls)
         elif cls.step_ok:
             self._close_step(survived=True)
