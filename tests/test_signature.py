@@ -542,6 +542,12 @@ CHOICE_CASES = {
          "Command failed with status (124): [node test/run-qunit.js http://localhost:6000/q...]",
          "/home/ci/app/lib/tasks/qunit.rake:40:in `block in <main>'", _TRAVIS_FAIL.format("bundle exec rake qunit:test")],
         "generic.timeout", 3),
+    # TAP's YAML block under "not ok" says why the test failed: its first line is shown.
+    "tap_yaml_block": (
+        ["$ node test/rules.js", "TAP version 13", "# keeps imports first", "ok 1 no warnings", "not ok 2 no errors", "  ---",
+         "    operator: equal", "    expected: 0", "    actual:   2", "  ...", "", "1..2", "# tests 2", "# fail  1",
+         _TRAVIS_FAIL.format("node test/rules.js")],
+        "tap.not_ok", 7),
 }
 
 
@@ -559,6 +565,17 @@ def test_a_position_line_signs_with_its_message() -> None:
     assert first.rule == second.rule == "haskell.ghc" and first.matched_line == second.matched_line == 3
     assert "Variable not in scope: tokens" in first.normalised
     assert first.sig_sha != second.sig_sha
+
+
+def test_a_tap_failure_signs_with_its_header_and_shows_its_yaml_block() -> None:
+    lines, _, _ = CHOICE_CASES["tap_yaml_block"]
+    sig = extract_signature("\n".join(lines))
+    assert sig.raw == "    operator: equal" and "not ok 2 no errors" in sig.context
+    assert sig.normalised == "not ok 2 no errors operator: equal"
+    # Without a YAML block the "not ok" line itself is shown.
+    bare = extract_signature("\n".join(["$ node test/rules.js", "ok 1 no warnings", "not ok 2 no errors", "ok 3 sorted",
+                                        _TRAVIS_FAIL.format("node test/rules.js")]))
+    assert (bare.rule, bare.matched_line, bare.normalised) == ("tap.not_ok", 3, "not ok 2 no errors")
 
 
 def test_pass_lines_are_no_error_lines() -> None:

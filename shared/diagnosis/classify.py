@@ -55,6 +55,7 @@ class LineClass:
     points_next: bool = False
     step_ok: bool = False
     with_next: bool = False
+    block_below: bool = False
 
 
 def resolve_tool(tool: str) -> str:
@@ -195,7 +196,8 @@ class RuleIndex:
                 if rule.kind == "pass":
                     return None, marker_tool  # reports success: no error line, whatever lighter rules say
                 return LineClass(
-                    entry.tool, rule.name, rule.kind, entry.weight, rule.points_next, rule.step_ok, rule.with_next
+                    entry.tool, rule.name, rule.kind, entry.weight, rule.points_next, rule.step_ok, rule.with_next,
+                    rule.block_below,
                 ), marker_tool
         return None, marker_tool
 

@@ -26,8 +26,11 @@ tool's when that tool was named or its markers were seen earlier in the log. ``p
 are headers ("rake aborted!", "* What went wrong:") whose next non-blank line says what went wrong:
 that line becomes the candidate, with the header's rule and weight. ``with_next`` rules are positions
 whose message follows on the next line (GHC's ``src/X.hs:3:1: error:``): the line is the candidate and
-its signature text reads the next non-blank line too. ``step_ok`` rules are a CI step reporting
-success (``The command "x" exited with 0.``): what that step printed did not fail the job.
+its signature text reads the next non-blank line too. ``block_below`` rules are failure headers whose
+indented block below says why (TAP's ``not ok 3`` then its YAML ``---`` block): the block's first line
+with a word is the line shown, and the signature text reads the header and that line. ``step_ok``
+rules are a CI step reporting success (``The command "x" exited with 0.``): what that step printed
+did not fail the job.
 
 Each rule carries an ``example`` line written for this project; the tests check that every rule
 matches its example, so the tables document themselves.
@@ -58,6 +61,7 @@ class Rule:
     points_next: bool = False
     step_ok: bool = False
     with_next: bool = False
+    block_below: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,9 +95,11 @@ def _rule(
     points_next: bool = False,
     step_ok: bool = False,
     with_next: bool = False,
+    block_below: bool = False,
 ) -> Rule:
     return Rule(
-        f"{tool}.{name}", re.compile(pattern), kind, weight, hint, example, field, needs_marker, points_next, step_ok, with_next
+        f"{tool}.{name}", re.compile(pattern), kind, weight, hint, example, field, needs_marker, points_next, step_ok, with_next,
+        block_below,
     )
 
 
@@ -839,7 +845,7 @@ TAP = _table(
     (('1..', r"^1\.\.\d+$"), ('ok 1|ok 2|ok 3|ok 4|ok 5|ok 6|ok 7|ok 8|ok 9', r"^ok \d+ "), ('# tests |# pass |# fail ', r"^# (?:tests|pass|fail) \d+"), ('.t ..', r"^t/\S+\.t \.\.+")),
     [
         ("bail_out", r"^\s*Bail out!\s+\S.*", _o(weight=86, hint="bail out!", example="Bail out! database not reachable")),
-        ("not_ok", r"^\s*not ok \d+\b", _o(kind="failure", weight=80, hint="not ok", example="not ok 3 - parses numbers")),
+        ("not_ok", r"^\s*not ok \d+\b", _o(kind="failure", weight=80, hint="not ok", block_below=True, example="not ok 3 - parses numbers")),
         ("perl_failed_test", r"^#\s+Failed test (?:'|at |in )", _o(weight=82, hint="failed test", example="#   Failed test 'parses numbers'")),
         ("dubious", r"Dubious, test returned [1-9]", _o(kind="failure", weight=76, hint="dubious",
                                                        example="t/parse.t .. Dubious, test returned 1 (wstat 256, 0x100)")),

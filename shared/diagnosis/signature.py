@@ -62,6 +62,7 @@ BLOCK_LINES = 2048
 _STEP_START_RE = re.compile(r"^(?:\$ \S|##\[group\]Run )")
 _SPACES_RE = re.compile(r"\s+")
 _DIGITS_RE = re.compile(r"\d+")
+_WORD_RE = re.compile(r"\w")
 
 
 @dataclass(frozen=True)
@@ -328,21 +329,29 @@ class _Scan:
         else:
             sig_tool = best.marker_tool or fallback_tool
         body = best.body
+        line_no, raw = best.line_no, best.raw
         if best.cls.with_next:
             # The message is on the next line ("src/X.hs:3:1: error:" then "Variable not in scope: f").
             following = next((split_line(r)[1] for r in best.after if _has_content(r)), "")
             body = f"{body} {following}"
+        elif best.cls.block_below:
+            # A failure header whose indented block below says why (TAP's ``not ok 6 - x`` then its
+            # YAML diagnostics): the block's first line is shown, the signature reads both.
+            detail = _detail_line(best.raw, best.after)
+            if detail is not None:
+                line_no, raw = best.line_no + detail, best.after[detail - 1]
+                body = f"{body} {split_line(raw)[1].strip()}"
         normalised = signature_text(body)
         others = tuple(e for e in self.errors if e.line != best.line_no)[: self.max_errors]
         return Signature(
             found=True,
             tool=sig_tool,
-            raw=best.raw,
+            raw=raw,
             normalised=normalised,
             sig_sha=sig_sha(sig_tool, normalised),
             rule=best.cls.rule,
             confidence=round(min(1.0, chosen.score / 100), 2),
-            matched_line=best.line_no,
+            matched_line=line_no,
             context=tuple(_shown(line) for line in (*best.before, best.raw, *best.after)),
             errors=others,
             lines_read=self.line_no,
@@ -356,6 +365,28 @@ def _has_content(raw: str) -> bool:
     if "\x1b" in raw or "\r" in raw or "travis_" in raw:
         return bool(visible_text(raw).strip())
     return True
+
+
+def _detail_line(header: str, after: list[str]) -> int | None:
+    """Offset (1-based) of the first line with a word in the indented block right below ``header``.
+
+    Blank lines and rules (``  ---``, ``-----``) inside the block are skipped; a line indented no
+    deeper than the header ends it (the next test's result line).
+    """
+    depth = _indent(visible_text(header))
+    for offset, raw in enumerate(after, 1):
+        text = visible_text(raw)
+        if not text.strip():
+            continue
+        if _indent(text) <= depth:
+            return None
+        if _WORD_RE.search(text):
+            return offset
+    return None
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
 
 
 def _dedupe_key(body: str) -> str:
