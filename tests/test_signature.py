@@ -548,6 +548,16 @@ CHOICE_CASES = {
          "    operator: equal", "    expected: 0", "    actual:   2", "  ...", "", "1..2", "# tests 2", "# fail  1",
          _TRAVIS_FAIL.format("node test/rules.js")],
         "tap.not_ok", 7),
+    # xcpretty repeats each failure in its summary, under the class, above the file and line: shown there.
+    "xcpretty_summary": (
+        ["$ xcodebuild test -scheme Parser | xcpretty", "▸ Building Parser/Parser [Debug]", "ParserTests",
+         "    ✓ testParsesNumbers (0.002 seconds)",
+         "    ✗ testParseEmptyInput, XCTAssertEqual failed: (\"0\") is not equal to (\"1\")", "", "",
+         "ParserTests.ParserTests", "  testParseEmptyInput, XCTAssertEqual failed: (\"0\") is not equal to (\"1\")",
+         "  /Users/ci/build/Parser/Tests/ParserTests.swift:31", "  ```", "        XCTAssertEqual(parse(\"\").count, 1)", "  ```", "",
+         "\t Executed 2 tests, with 1 failure (0 unexpected) in 0.010 (0.012) seconds",
+         _TRAVIS_FAIL.format("xcodebuild test -scheme Parser | xcpretty")],
+        "xcode.xcpretty_summary", 9),
 }
 
 

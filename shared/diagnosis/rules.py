@@ -800,6 +800,10 @@ XCODE = _table(
     [
         ("xcpretty_failed", r"^\s*✗ \S.*", _o(kind="failure", weight=72, hint="✗", needs_marker=True,
                                              example="    ✗ testParseEmptyInput, XCTAssertEqual failed: (\"0\") is not equal to (\"1\")")),
+        # xcpretty's summary at the end of the run: each failure again, under its class, with the
+        # file and line of the failed assertion below it.
+        ("xcpretty_summary", r"^  test\w*, \S.*", _o(kind="failure", weight=74, hint="^  test", needs_marker=True,
+                                                   example="  testParseEmptyInput, XCTAssertEqual failed: (\"0\") is not equal to (\"1\")")),
         ("test_case_failed", r"^Test Case '-\[\S+ \S+\]' failed", _o(kind="failure", weight=80, hint="test case '",
                                                                     example="Test Case '-[AppTests.ParserTests testParseEmptyInput]' failed (0.012 seconds).")),
         ("build_failed", r"^\*\* (?:BUILD|TEST|ARCHIVE|ANALYZE) FAILED \*\*$", _o(kind="summary", weight=35, hint="failed **",
