@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from api.schemas import Strict, check_project_name
+from shared.config import OptimizerTokenizer
 from shared.search.normalise import MAX_QUERY_CHARS
 
 MAX_CHUNKS = 500
@@ -97,7 +98,7 @@ class OptimizeTotals(BaseModel):
     ms: float
     omitted: int
     budget_tokens: int | None
-    tokenizer: Literal["cl100k_base", "o200k_base", "embedding"] = Field(
+    tokenizer: OptimizerTokenizer = Field(
         description="What counted the tokens (MEM_OPTIMIZER_TOKENIZER): cl100k_base or o200k_base (OpenAI BPE) "
         "or embedding (the embedding model's WordPiece)"
     )

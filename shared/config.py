@@ -16,6 +16,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 QUEUES: tuple[str, ...] = ("ingest", "embed", "index", "vault", "diagnosis", "sync")
 
 
+#: What counts the context optimizer's tokens (``MEM_OPTIMIZER_TOKENIZER``); tokens.py implements each.
+OptimizerTokenizer = Literal["cl100k_base", "o200k_base", "embedding"]
+
 class Settings(BaseSettings):
     """Service configuration. Field ``foo_bar`` is set by ``MEM_FOO_BAR``."""
 
@@ -122,7 +125,7 @@ class Settings(BaseSettings):
     ccr_enabled: bool = True
     ccr_max_entries: int = Field(default=1000, ge=1, description="CCR originals kept (least recently used out).")
     ccr_ttl_secs: int = Field(default=3600, ge=1, description="Seconds a CCR original is kept after its last put.")
-    optimizer_tokenizer: Literal["cl100k_base", "o200k_base", "embedding"] = Field(
+    optimizer_tokenizer: OptimizerTokenizer = Field(
         default="cl100k_base",
         description="Unit of the optimizer's token counts and budgets: OpenAI BPE (cl100k_base, o200k_base; "
         "vocabularies ship with bpe-openai) or embedding (the embedding model's WordPiece).",

@@ -21,14 +21,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-TOKENIZERS: tuple[str, ...] = ("cl100k_base", "o200k_base", "embedding")
-DEFAULT_TOKENIZER = "cl100k_base"
+from shared.config import OptimizerTokenizer, Settings
 
-EMBEDDING_TOKENIZER_PATH = (Path(__file__).resolve().parent.parent / "embedding" / "assets"
-                            / "minilm-l6-v2.tokenizer.json")
+TOKENIZERS: tuple[str, ...] = get_args(OptimizerTokenizer)
+DEFAULT_TOKENIZER: str = Settings.model_fields["optimizer_tokenizer"].default
 
 # Big texts are counted in pieces: bpe-openai refuses a text of a million characters or one over 200,000
 # tokens, and pieces let WordPiece's batch encoder use every core. A piece ends right after an ASCII
@@ -65,13 +63,11 @@ def _bpe_encoding(name: str) -> Any:
 
 @lru_cache(maxsize=1)
 def _wordpiece() -> Any:
-    from tokenizers import Tokenizer
+    # The embedder's own loader, untruncated and unpadded: a count must see the whole text. Imported
+    # here so that BPE counting never loads onnxruntime.
+    from shared.embedding.local import load_tokenizer
 
-    tokenizer = Tokenizer.from_file(str(EMBEDDING_TOKENIZER_PATH))
-    # The shipped file truncates and pads to 128 for embedding; a count must see the whole text.
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    return tokenizer
+    return load_tokenizer(max_length=None)
 
 
 def _count_bpe(name: str) -> Callable[[str], int]:
