@@ -23,7 +23,7 @@ from shared.config import Settings
 from shared.db.engine import session_scope
 from shared.identity.principal import READ, Principal
 from shared.optimizer import CCRUnavailable, InputChunk, InputTooLarge, get_ccr_store, optimize_chunks
-from shared.optimizer.ccr import is_ccr_hash
+from shared.optimizer.ccr import CCR_HASH_DIGITS, is_ccr_hash
 from shared.optimizer.decode import decode_bytes
 
 bp = Blueprint("optimizer", __name__, url_prefix="/memory")
@@ -138,7 +138,7 @@ def ccr_original(principal: Principal, ccr_hash: str):  # type: ignore[no-untype
     digits); 503 while the CCR store (Redis) is unreachable.
     """
     if not is_ccr_hash(ccr_hash):
-        raise Problem(400, "a CCR hash is 29 decimal digits")
+        raise Problem(400, f"a CCR hash is {CCR_HASH_DIGITS} decimal digits")
     settings = _settings()
     if not settings.ccr_enabled:
         raise Problem(404, _NOT_FOUND)

@@ -120,6 +120,12 @@ def visible_text(raw: str) -> str:
     return raw.rstrip()
 
 
+def indent_width(line: str) -> int:
+    """Columns of leading blank in a log line, a tab near the start counted as four (CI runners mix them)."""
+    expanded = line.expandtabs(4) if "\t" in line[:64] else line
+    return len(expanded) - len(expanded.lstrip())
+
+
 def strip_prefixes(block: str) -> str:
     """Every line of ``block`` without its CI timestamp prefix (as :func:`split_line` removes it)."""
     if "\t" in block:

@@ -117,6 +117,10 @@ def _o(**options: object) -> dict[str, object]:
     return options
 
 
+# "1) " to "9) " at line start, indented by up to four blanks: the numbered failure lists of mocha and
+# rspec/minitest (the hint keys are literals; the rule's pattern decides).
+_NUMBERED_HINT = "|".join(f"^{' ' * indent}{number}) " for number in range(1, 10) for indent in range(5))
+
 # --------------------------------------------------------------------------------------------------
 # The tables. Weights: 90+ a specific root cause with its message; 80-89 a specific failure; 60-79
 # a tool's generic error line; 30-59 summaries and generic errors; < 30 weak evidence (only counts
@@ -214,7 +218,7 @@ MOCHA = _table(
     "mocha",
     (('passing (', r"^\s+\d+ passing \(\d+"), ('pending', r"^\s+\d+ pending$"), ('mocha', r"\bmocha\b")),
     [
-        ("numbered", r"^\s*\d+\) \S.*", _o(kind="failure", weight=66, hint="^1) |^ 1) |^  1) |^   1) |^    1) |^2) |^ 2) |^  2) |^   2) |^    2) |^3) |^ 3) |^  3) |^   3) |^    3) |^4) |^ 4) |^  4) |^   4) |^    4) |^5) |^ 5) |^  5) |^   5) |^    5) |^6) |^ 6) |^  6) |^   6) |^    6) |^7) |^ 7) |^  7) |^   7) |^    7) |^8) |^ 8) |^  8) |^   8) |^    8) |^9) |^ 9) |^  9) |^   9) |^    9) ", needs_marker=True,
+        ("numbered", r"^\s*\d+\) \S.*", _o(kind="failure", weight=66, hint=_NUMBERED_HINT, needs_marker=True,
                                          example="  1) Parser parses numbers:")),
         ("number_alone", r"^\s*\d+\)$", _o(kind="failure", weight=66, hint="^1)$|^2)$|^3)$|^4)$|^5)$|^6)$|^7)$|^8)$|^9)$| 1)$| 2)$| 3)$| 4)$| 5)$| 6)$| 7)$| 8)$| 9)$| 0)$", needs_marker=True,
                                             example="  1)")),
@@ -561,7 +565,7 @@ RUBY = _table(
     (('^ruby |$ ruby|^bundle |$ bundle|^rake|$ rake|^rspec|$ rspec', r"^(?:\$ )?(?:bundle (?:install|exec)|rake|rspec|ruby) "), ('finished in ', r"^Finished in [\d.]+ seconds"), ('examples, |example, ', r"^\d+ examples?, \d+ failures?"),
      ('runs, ', r"^\d+ runs, \d+ assertions")),
     [
-        ("numbered", r"^\s*\d+\) \S.*", _o(kind="failure", weight=66, hint="^1) |^ 1) |^  1) |^   1) |^    1) |^2) |^ 2) |^  2) |^   2) |^    2) |^3) |^ 3) |^  3) |^   3) |^    3) |^4) |^ 4) |^  4) |^   4) |^    4) |^5) |^ 5) |^  5) |^   5) |^    5) |^6) |^ 6) |^  6) |^   6) |^    6) |^7) |^ 7) |^  7) |^   7) |^    7) |^8) |^ 8) |^  8) |^   8) |^    8) |^9) |^ 9) |^  9) |^   9) |^    9) ", needs_marker=True,
+        ("numbered", r"^\s*\d+\) \S.*", _o(kind="failure", weight=66, hint=_NUMBERED_HINT, needs_marker=True,
                                          example="  1) Parser parses numbers")),
         ("rake_aborted", r"^rake aborted!$", _o(kind="failure", weight=60, hint="rake aborted", points_next=True, example="rake aborted!")),
         # rake's verdict on a shell command (``sh``) whose own output said what went wrong.

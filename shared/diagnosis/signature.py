@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import accumulate
 
 from shared.diagnosis.classify import LineClass, RuleIndex, resolve_tool, rule_index
-from shared.diagnosis.lines import iter_line_blocks, split_line, strip_prefixes, visible_text
+from shared.diagnosis.lines import indent_width, iter_line_blocks, split_line, strip_prefixes, visible_text
 from shared.diagnosis.rules import CANDIDATE_KINDS
 from shared.noise import normalise_text, strip_ansi
 
@@ -373,20 +373,16 @@ def _detail_line(header: str, after: list[str]) -> int | None:
     Blank lines and rules (``  ---``, ``-----``) inside the block are skipped; a line indented no
     deeper than the header ends it (the next test's result line).
     """
-    depth = _indent(visible_text(header))
+    depth = indent_width(visible_text(header))
     for offset, raw in enumerate(after, 1):
         text = visible_text(raw)
         if not text.strip():
             continue
-        if _indent(text) <= depth:
+        if indent_width(text) <= depth:
             return None
         if _WORD_RE.search(text):
             return offset
     return None
-
-
-def _indent(text: str) -> int:
-    return len(text) - len(text.lstrip())
 
 
 def _dedupe_key(body: str) -> str:

@@ -25,7 +25,7 @@ import re
 from typing import Literal
 
 from shared.diagnosis.classify import rule_index
-from shared.diagnosis.lines import split_line, visible_text
+from shared.diagnosis.lines import indent_width, split_line, visible_text
 from shared.noise import normalise_text
 from shared.optimizer.log_shapes import (
     BANNER,
@@ -67,11 +67,6 @@ _DIFF_LINE = re.compile(
 _QUERY_TERM = re.compile(r"[\w.\-/:]{4,}")
 
 
-def _indent(line: str) -> int:
-    expanded = line.expandtabs(4) if "\t" in line[:64] else line
-    return len(expanded) - len(expanded.lstrip())
-
-
 def _is_continuation(line: str, anchor_indent: int) -> bool:
     """A line that belongs to the kept line above it: indented deeper (stack frames, assertion details,
     compiler notes) or trace-shaped. Lines at the anchor's own depth are its siblings, not its details."""
@@ -79,7 +74,7 @@ def _is_continuation(line: str, anchor_indent: int) -> bool:
         return False
     if line.startswith(("Caused by", "\tat ", "^", "~")):
         return True
-    return _indent(line) > anchor_indent
+    return indent_width(line) > anchor_indent
 
 
 def _continuation_end(visible: list[str], index: int) -> int:
@@ -87,7 +82,7 @@ def _continuation_end(visible: list[str], index: int) -> int:
     blank lines inside them, and a few sub-headers ("Call Stack (most recent call first):",
     "stack backtrace:") that introduce more deeper-indented lines."""
     total = len(visible)
-    depth = _indent(visible[index])
+    depth = indent_width(visible[index])
     headers = 0
     follow = index + 1
     while follow < total and follow - index <= CONTINUATION_MAX:
@@ -98,9 +93,9 @@ def _continuation_end(visible: list[str], index: int) -> int:
                 if following is None or not _is_continuation(visible[following], depth) or following > follow + 2:
                     break
             elif (headers < 3 and line.rstrip().endswith(":") and following is not None
-                  and _indent(visible[following]) > _indent(line)):
+                  and indent_width(visible[following]) > indent_width(line)):
                 headers += 1
-                depth = _indent(line)
+                depth = indent_width(line)
             else:
                 break
         follow += 1
