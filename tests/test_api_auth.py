@@ -23,6 +23,7 @@ from flask.testing import FlaskClient
 
 from shared.db.engine import session_scope
 from shared.identity import keystore
+from shared.identity.apikeys import parse_api_key
 from shared.logjson import JsonFormatter
 from tests.oidc_issuer import DEFAULT_AUDIENCE, OidcTestIssuer, b64url, compact, generate_signing_key
 
@@ -289,8 +290,12 @@ def test_no_secret_reaches_the_logs(http: FlaskClient, oidc_issuer: OidcTestIssu
     requests = [line for line in lines if line.get("msg") == "request"]
     assert len(requests) == 8 and all(line.get("request_id") for line in requests)
     # The principal is named by its public handle, never by its secret.
-    assert any(line.get("principal") == f"api_key:{key.split('_')[1]}" for line in requests)
-    for secret in (key, key.rsplit("_", 1)[1], token, token.split(".")[2], expired):
+    # parse_api_key, not a split on "_": the secret is token_urlsafe and may itself hold "_".
+    parsed = parse_api_key(key)
+    assert parsed is not None
+    key_id, key_secret = parsed
+    assert any(line.get("principal") == f"api_key:{key_id}" for line in requests)
+    for secret in (key, key_secret, token, token.split(".")[2], expired):
         assert secret not in logs
 
 
