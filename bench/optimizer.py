@@ -13,7 +13,9 @@ Data (read-only, never copied into the project):
         and every row whose level is an error level survive);
 - diff: this repository's own history, ``git log -p`` one commit at a time, plus ``git diff HEAD``,
         whole and with only the files that existed before each commit (retention: every changed line
-        and hunk position survives; see ``diff_lines``);
+        and hunk position survives; see ``diff_lines``), and real-world patch files (``--patches DIR``, by
+        default pyenv's python-build patches when pyenv is installed: CPython backports as
+        ``git format-patch`` mail and as plain ``diff -ru`` output; one per distinct set of changed lines);
 - code: this repository's own Python source, with code compression switched on (retention: every
         import, def and class line survives);
 - text: the OpenShift and Prometheus-operator runbooks and SciFact's relevant test abstracts, each
@@ -52,7 +54,9 @@ import ast
 import contextlib
 import csv
 import gzip
+import hashlib
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -280,8 +284,64 @@ def git_diffs(repo: Path, limit: int | None, *, modified_only: bool = False) -> 
             text = "".join([sections[0], *kept]) if kept else ""
         if "@@ " not in text:
             continue
-        must = [ln for ln in text.split("\n") if ln.startswith(("@@ ", "+", "-")) and not ln.startswith(("+++ ", "--- "))]
-        yield Sample(name, text, "diff", must, diff_lines)
+        yield Sample(name, text, "diff", hunk_lines(text), diff_lines)
+
+
+def hunk_lines(text: str) -> list[str]:
+    """The hunk headers and changed lines of a unified diff, found by the hunks' own line counts: a
+    format-patch ``-- `` signature or a ``---`` separator outside every hunk is no changed line."""
+    must: list[str] = []
+    old_left = new_left = 0
+    for line in text.split("\n"):
+        if old_left > 0 or new_left > 0:
+            tag = line[:1]
+            if tag == "+":
+                new_left -= 1
+                must.append(line)
+            elif tag == "-":
+                old_left -= 1
+                must.append(line)
+            elif tag in {" ", ""}:
+                old_left -= 1
+                new_left -= 1
+            elif tag != "\\":
+                old_left = new_left = 0
+            continue
+        match = _HUNK.match(line)
+        if match:
+            must.append(line)
+            old_left = int(match.group(1)) if match.group(1) is not None else 1
+            new_left = int(match.group(2)) if match.group(2) is not None else 1
+    return must
+
+
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def default_patches() -> Path:
+    """pyenv's python-build patches, the one collection of real-world patch files on a typical dev box."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    return root / "plugins" / "python-build" / "share" / "python-build" / "patches"
+
+
+def patch_files(root: Path, limit: int | None) -> Iterator[Sample]:
+    """Every ``*.patch`` / ``*.diff`` under ``root`` whose changed lines differ from those seen before
+    (pyenv carries the same fix for many Python versions)."""
+    if not root.is_dir():
+        return
+    seen: set[str] = set()
+    count = 0
+    for path in sorted(p for p in root.rglob("*") if p.suffix in {".patch", ".diff"} and p.is_file()):
+        text = path.read_text(errors="replace")
+        must = hunk_lines(text)
+        key = hashlib.sha256("\n".join(line for line in must if not line.startswith("@@")).encode()).hexdigest()
+        if not must or key in seen:
+            continue
+        seen.add(key)
+        yield Sample(f"patch {path.relative_to(root)}", text, "diff", must, diff_lines)
+        count += 1
+        if limit is not None and count >= limit:
+            return
 
 
 def own_code(repo: Path, limit: int | None) -> Iterator[Sample]:
@@ -565,6 +625,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--repo", type=Path, default=REPO, help="git repository for diffs and code")
+    parser.add_argument("--patches", type=Path, default=default_patches(),
+                        help="a folder of real-world *.patch / *.diff files (default: pyenv's python-build "
+                        "patches, %(default)s; skipped when absent)")
     parser.add_argument("--limit", type=int, default=None, help="at most N inputs per source")
     parser.add_argument("--types", default="log,json,diff,code,text")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
@@ -598,6 +661,7 @@ def main() -> None:
         ("json", "Loghub CSV->JSON", loghub_json(args.data, args.limit)),
         ("diff", "own git history", git_diffs(args.repo, args.limit)),
         ("diff", "own history, modified", git_diffs(args.repo, args.limit, modified_only=True)),
+        ("diff", "patch files", patch_files(args.patches, args.limit)),
         ("code", "own source (.py)", own_code(args.repo, args.limit)),
         ("text", "runbooks", runbooks(args.data, args.limit, with_query=False)),
         ("text", "runbooks + query", runbooks(args.data, args.limit, with_query=True)),

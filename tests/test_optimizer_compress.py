@@ -212,6 +212,52 @@ def test_diff_with_commit_headers_keeps_the_message() -> None:
     assert "    Fix the cache" in out and out.startswith("commit ")
 
 
+def test_diff_format_patch_mail_keeps_the_message_and_drops_its_wrapping() -> None:
+    sha = "3fe0c51d6b326918f39ceb142ef762042ce8365f"
+    patch = "\n".join([
+        f"From {sha} Mon Sep 17 00:00:00 2001", "From: Dev <dev@example.test>",
+        "Date: Fri, 26 Dec 2025 13:39:21 +0300", "Subject: [PATCH] Accept a job count in MAKEFLAGS", "",
+        "The old check only saw a bare -j.", "---", " setup.py | 4 ++--", " docs/new.md | 1 +",
+        " 2 files changed, 3 insertions(+), 2 deletions(-)", " create mode 100644 docs/new.md", "",
+        "diff --git a/setup.py b/setup.py", "index ad8fb81..5666dea 100644", "--- a/setup.py", "+++ b/setup.py",
+        "@@ -307,4 +307,4 @@ def __init__(self, dist):", "         self.missing = []",
+        "-        if '-j' in flags:", "-            self.parallel = True",
+        "+        if (m := JOBS.search(flags)):", "+            self.parallel = int(m.group(1) or 0) or True",
+        "diff --git a/docs/new.md b/docs/new.md", "new file mode 100644", "index 0000000..1111111",
+        "--- /dev/null", "+++ b/docs/new.md", "@@ -0,0 +1,2 @@", "+-- ", "+2.36.1", "-- ", "2.36.1.windows.1", "",
+    ])
+    out = compress_diff(patch).split("\n")
+    # The commit id, the author, the date and the whole message stay; the fake mbox date goes.
+    assert out[0] == f"commit {sha}" and "Mon Sep 17" not in "\n".join(out)
+    for must in ("From: Dev <dev@example.test>", "Subject: [PATCH] Accept a job count in MAKEFLAGS",
+                 "The old check only saw a bare -j.", "diff setup.py", "-        if '-j' in flags:",
+                 "+            self.parallel = int(m.group(1) or 0) or True", "diff docs/new.md", "new file mode 100644"):
+        assert must in out, must
+    # The diffstat and the signature go; added lines that look like a signature are changes and stay.
+    assert not [line for line in out if "|" in line or "changed," in line or "create mode" in line]
+    assert out[-2:] == ["+-- ", "+2.36.1"]
+
+
+def test_plain_diffs_get_one_header_line_per_file_without_file_times() -> None:
+    diff = "\n".join([
+        "diff -r -u ./Makefile.pre.in ../Python-2.5/Makefile.pre.in",
+        "--- ./Makefile.pre.in\t2006-07-31 01:20:10.000000000 +0900",
+        "+++ ../Python-2.5/Makefile.pre.in\t2013-05-08 19:19:27.000000000 +0900",
+        "@@ -455,3 +455,3 @@", " \t\t$(MODOBJS) \\", "-\t$(CC) -c -DVERSION=old", "+\t$(CC) -c -DVERSION=new",
+        "Index: Lib/site.py", "=" * 67, "--- Lib/site.py\t(revision 1042)", "+++ Lib/site.py\t(working copy)",
+        "@@ -1,2 +1,2 @@", "-import os", "+import os, sys", " import re",
+        "--- /dev/null\t1970-01-01 00:00:00.000000000 +0000", "+++ b/added.txt\t2013-05-08 19:19:27.000000000 +0900",
+        "@@ -0,0 +1 @@", "+hello",
+    ])
+    out = compress_diff(diff).split("\n")
+    assert out == [
+        "diff ./Makefile.pre.in ../Python-2.5/Makefile.pre.in", "@@ -455,3 +455,3 @@",
+        "-\t$(CC) -c -DVERSION=old", "+\t$(CC) -c -DVERSION=new",
+        "diff Lib/site.py", "@@ -1,2 +1,2 @@", "-import os", "+import os, sys",
+        "new file added.txt", "@@ -0,0 +1 @@", "+hello",
+    ]
+
+
 def test_diff_without_hunks_is_refused() -> None:
     with pytest.raises(CannotCompress):
         compress_diff("diff --git a/x b/x\nBinary files a/x and b/x differ\n")

@@ -1,7 +1,7 @@
 """Diff compressor: keep what changed and where; drop unchanged context and header boiler-plate.
 
-Works on ``git diff``, ``git show`` / ``git log -p`` (commit headers and messages are kept) and plain
-unified diffs. Hunks are followed by their line counts from the ``@@ -a,b +c,d @@`` header, so a
+Works on ``git diff``, ``git show`` / ``git log -p`` and ``git format-patch`` mail (commit headers and
+messages are kept) and plain unified diffs (``diff -ru``, ``svn diff``). Hunks are followed by their line counts from the ``@@ -a,b +c,d @@`` header, so a
 context line is never confused with a commit message line or a removed line that starts with ``--``.
 
 What goes, none of it a changed line:
@@ -9,6 +9,11 @@ What goes, none of it a changed line:
 - unchanged context (a run between two changes of a hunk becomes ``… N unchanged``);
 - a file's four header lines (``diff --git``, ``index``, ``---``, ``+++``) become one
   ``diff x`` line (``diff a/x b/y`` for a rename; ``new file``, ``deleted file``, ``rename`` and mode lines stay);
+  a plain diff's ``---``/``+++`` pair, with the ``diff -ru`` command or ``Index:``/``====`` lines above it and
+  the file times, becomes ``diff old new`` (``diff x`` when both name the same file);
+- ``git format-patch`` wrapping: the mbox separator's fixed fake date (``From <sha> Mon Sep 17 00:00:00
+  2001`` becomes ``commit <sha>``), the diffstat (the hunks say the same) and the ``-- `` signature with
+  git's version;
 - the section name after a hunk header (``@@ ... @@ def f():``) when the hunk before it in the same
   file named the same section;
 - a block of three or more added lines that repeats, line for line, a block removed elsewhere in the
@@ -27,6 +32,13 @@ _GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)$")
 _FILE_HEADER_STARTS = ("new file mode", "deleted file mode", "old mode", "new mode", "similarity index",
                        "rename ", "copy ", "dissimilarity index")
 _UNIFIED = re.compile(r"^(@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@)(.*)$")
+_MBOX_SEPARATOR = re.compile(r"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$")
+# Diffstat lines between format-patch's "---" and the first file: " path | 4 ++--", "Bin 0 -> 12 bytes",
+# the "N files changed" summary and the create/delete/rename/mode notes (the file headers repeat them).
+_DIFFSTAT = re.compile(r"^ (?:\S.*\| +(?:\d+ ?[+-]*|Bin .*)|\d+ files? changed.*|(?:create|delete) mode \d+ .*|rename .*\(\d+%\)"
+                       r"|mode change .*)$")
+_GIT_VERSION = re.compile(r"^\d+\.\d+(?:\.\w+)*$")  # the line under format-patch's "-- " signature
+_SVN_RULE = re.compile(r"^={20,}$")
 MIN_MOVED_LINES = 3
 MAX_MOVE_CANDIDATES = 32
 
@@ -44,6 +56,7 @@ def compress_diff(text: str, *, query: str | None = None, fold_moves: bool = Tru
     last_section = ""
     pending_git: tuple[str, str] | None = None  # a "diff --git a/x b/y" line waiting for its ---/+++
     in_header = False  # between a "diff --git" line and its first hunk
+    in_stat = False  # between format-patch's "---" line and the first file
 
     def flush(*, interior: bool = True) -> None:
         # Context before the first and after the last change of a hunk goes silently (the hunk header
@@ -108,9 +121,31 @@ def compress_diff(text: str, *, query: str | None = None, fold_moves: bool = Tru
             emit_pending()
             pending_git = (git.group(1), git.group(2))
             in_header = True
+            in_stat = False
             current_file = git.group(2)[2:] if git.group(2).startswith("b/") else git.group(2)
             last_section = ""
             continue
+        if not in_header:
+            mbox = _MBOX_SEPARATOR.match(line)
+            if mbox:
+                out.append(f"commit {mbox.group(1)}")  # the commit id stays; the date is a constant
+                continue
+            if in_stat and not line.strip():
+                in_stat = False
+            if line == "---":
+                in_stat = True  # format-patch: the diffstat follows until the first file
+            elif in_stat and _DIFFSTAT.match(line):
+                continue
+            elif line == "-- " and index < len(lines) and _GIT_VERSION.match(lines[index]):
+                index += 1  # the signature and git's version, not part of any change
+                continue
+            if (line.startswith("--- ") and index + 1 < len(lines) and lines[index].startswith("+++ ")
+                    and _UNIFIED.match(lines[index + 1])):
+                current_file = _plain_header(out, line, lines[index])
+                index += 1
+                in_stat = False
+                last_section = ""
+                continue
         if in_header:
             if _INDEX_LINE.match(line):
                 continue  # blob ids: run-specific noise a reader cannot use
@@ -133,6 +168,35 @@ def compress_diff(text: str, *, query: str | None = None, fold_moves: bool = Tru
     if fold_moves:
         out = _fold_moves(out, changed)
     return "\n".join(out)
+
+
+def _header_path(line: str) -> str:
+    """The path of a plain diff's ``--- path\t2006-07-31 01:20:10`` line, without the file time."""
+    return line[4:].split("\t", 1)[0].strip()
+
+
+def _plain_header(out: list[str], old_line: str, new_line: str) -> str:
+    """Append one ``diff`` line for a plain diff's ``---``/``+++`` pair and return the file's name.
+
+    The ``diff -ru old new`` command line and svn's ``Index: path`` and ``====`` lines just above name
+    the same files again, so they go too. ``/dev/null`` on one side says the file is new or deleted.
+    """
+    old, new = _header_path(old_line), _header_path(new_line)
+    if out and _SVN_RULE.match(out[-1]) and len(out) > 1 and out[-2].startswith("Index: "):
+        del out[-2:]
+    elif out and out[-1].startswith("diff ") and not out[-1].startswith("diff --git ") and (
+            out[-1].split()[-2:] == [old, new]):
+        out.pop()
+    stripped = [path[2:] if path.startswith(("a/", "b/")) else path for path in (old, new)]
+    if old == "/dev/null":
+        out.append(f"new file {stripped[1]}")
+    elif new == "/dev/null":
+        out.append(f"deleted file {stripped[0]}")
+    elif old == new or (stripped[0] == stripped[1] and old[:2] == "a/" and new[:2] == "b/"):
+        out.append(f"diff {stripped[1]}")
+    else:
+        out.append(f"diff {old} {new}")
+    return stripped[1] if new != "/dev/null" else stripped[0]
 
 
 def _fold_moves(out: list[str], changed: list[tuple[int, str]]) -> list[str]:
