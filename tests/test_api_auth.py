@@ -282,7 +282,8 @@ def test_no_secret_reaches_the_logs(http: FlaskClient, oidc_issuer: OidcTestIssu
     token = oidc_issuer.mint({"permissions": ["memory:write"], "projects": ["alpha"]})
     expired = oidc_issuer.mint({"permissions": ["memory:write"]}, ttl=-3600)
     body = {"project": "alpha", "source": {"type": "inline", "documents": [INLINE_DOC]}}
-    for credential in (key, token, expired, key[:-1] + "x"):
+    wrong_secret = key[:-1] + ("y" if key.endswith("x") else "x")
+    for credential in (key, token, expired, wrong_secret):
         http.get("/memory/projects", headers=_bearer(credential))
         http.post("/memory/ingest", json=body, headers={**_bearer(credential), "Idempotency-Key": "log-check"})
     logs = json_logs.getvalue()
