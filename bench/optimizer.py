@@ -522,6 +522,7 @@ def compare_speed(args: argparse.Namespace, kinds: set[str], settings: Settings)
         ("code", "compress_code", "own source (.py)", lambda: own_code(args.repo, args.limit),
          {"language": "python"}),
         ("diff", "compress_diff", "own git history", lambda: git_diffs(args.repo, args.limit), {}),
+        ("diff", "compress_diff", "patch files", lambda: patch_files(args.patches, args.limit), {}),
     ]
     print(f"\nsame-process speed, {args.baseline} -> working tree (compressor ms per 10 KB, 3 rounds, best of each)")
     for kind, module, source, samples, extra in cases:
