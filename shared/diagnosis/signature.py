@@ -58,8 +58,6 @@ MAX_SEEN_LINES = 4096
 QUIET_LINES = 32
 # Lines per bulk hint search: large enough to amortise the per-block cost, small enough to bound memory.
 BLOCK_LINES = 2048
-import os
-_EXP = os.environ.get("EXP", "")
 
 _STEP_START_RE = re.compile(r"^(?:\$ \S|##\[group\]Run )")
 _SPACES_RE = re.compile(r"\s+")
@@ -169,12 +167,10 @@ class _Scan:
         self.step_failed = False
         self.step_last: tuple[int, str] | None = None
         self.failed_best: _Candidate | None = None
-        self.step_bonus = False
         self.overall_best: _Candidate | None = None
         self.failing_exit_seen = False
         self.errors: list[ErrorLine] = []
         self.first_seen: dict[str, _Candidate] = {}
-        self.last_seen: dict[str, _Candidate] = {}
         self.seen_lines: dict[str, tuple[LineClass | None, str | None]] = {}
         self.marker_counts: dict[str, int] = {}
         # The last lines without any hint since the last classified line; the newest with visible
@@ -270,16 +266,11 @@ class _Scan:
             self.overall_best = _better(self.overall_best, best)
         self.step_best = None
         self.step_failed = False
-        self.step_bonus = False
 
     def _exit(self, cls: LineClass) -> None:
         self.failing_exit_seen = True
         self.step_failed = True
-        if _EXP == "B1":
-            if cls.weight < 100 or self.step_bonus:
-                return
-            self.step_bonus = True
-        elif cls.weight < 100 or self.failed_best is not None:
+        if cls.weight < 100 or self.failed_best is not None:
             return
         best = self.step_best
         last = self._last_output()
@@ -289,7 +280,7 @@ class _Scan:
             best = self._last_output_candidate(*last)
         if best is not None:
             best.score += FAILED_STEP_BONUS
-            self.failed_best = _better(self.failed_best, best) if _EXP == "B1" else best
+            self.failed_best = best
 
     def _last_output_candidate(self, line_no: int, raw: str) -> _Candidate:
         before = [r for n, r in self.recent if line_no - CONTEXT_BEFORE <= n < line_no]
@@ -312,9 +303,6 @@ class _Scan:
         # A repeated error (the same step re-run, a traceback printed twice) keeps its first
         # occurrence as the line to show: the first error explains the rest.
         cand.first = self.first_seen.get(key)
-        if _EXP == "A" and cand.first is not None:
-            self.last_seen[key] = cand
-            self.open.append(cand)
         if cand.first is None and len(self.first_seen) < MAX_FIRST_SEEN:
             self.first_seen[key] = cand
             self.open.append(cand)
@@ -329,8 +317,6 @@ class _Scan:
         # The last step may be cut off (no exit line yet): it is not penalised.
         chosen = _better(_better(self.overall_best, self.step_best), self.failed_best)
         best = chosen.first if chosen is not None and chosen.first is not None else chosen
-        if _EXP == "A" and chosen is not None:
-            best = self.last_seen.get(_dedupe_key(chosen.body), best)
         fallback_tool = self.named if self.named != "auto" else _most_marked(self.marker_counts)
         if chosen is None or best is None or (chosen.cls.weight < WEAK_WEIGHT and not self.failing_exit_seen):
             return Signature(
