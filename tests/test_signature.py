@@ -548,6 +548,14 @@ CHOICE_CASES = {
          "    operator: equal", "    expected: 0", "    actual:   2", "  ...", "", "1..2", "# tests 2", "# fail  1",
          _TRAVIS_FAIL.format("node test/rules.js")],
         "tap.not_ok", 7),
+    # Composer's verdict heads its problems; the problem's "- ..." line names the package that could not be had.
+    "composer_problem": (
+        ["$ composer update --no-progress", "Loading composer repositories with package information",
+         "Updating dependencies (including require-dev)",
+         "Your requirements could not be resolved to an installable set of packages.", "", "  Problem 1",
+         "    - The requested package acme/parser-bridge 2.1@dev exists as acme/parser-bridge[1.0.x-dev, 1.1.x-dev]"
+         " but these are rejected by your constraint.", "", _TRAVIS_FAIL.format("composer update --no-progress")],
+        "php.composer_problem", 7),
     # xcpretty repeats each failure in its summary, under the class, above the file and line: shown there.
     "xcpretty_summary": (
         ["$ xcodebuild test -scheme Parser | xcpretty", "▸ Building Parser/Parser [Debug]", "ParserTests",

@@ -615,8 +615,11 @@ PHP = _table(
                                                                 example="FAIL Parser handles empty input [tests/parser/empty.phpt]")),
         ("run_tests_ok", r"^(?:XFAIL|SKIP|PASS) \S.* \[[^\]]+\.phpt\]", _o(kind="pass", weight=100, hint=".phpt]",
                                                                          example="XFAIL Parser keeps comments [tests/parser/comments.phpt]   XFAIL REASON: cannot keep them yet")),
-        ("composer", r"^(?:Your requirements could not be resolved|\s+Problem \d+$|Installation failed, reverting)",
-         _o(weight=86, hint="your requirements could not be resolved|problem |installation failed", example="Your requirements could not be resolved to an installable set of packages.")),
+        # Composer's verdict heads its numbered problems; each problem's first "- ..." line names the
+        # package and constraint that could not be met, so that line is the one shown.
+        ("composer", r"^(?:Your requirements could not be resolved|Installation failed, reverting)",
+         _o(kind="summary", weight=80, hint="your requirements could not be resolved|installation failed", example="Your requirements could not be resolved to an installable set of packages.")),
+        ("composer_problem", r"^\s+Problem \d+$", _o(weight=86, hint="problem ", points_next=True, example="  Problem 1")),
     ],
 )
 
