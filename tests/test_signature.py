@@ -556,6 +556,14 @@ CHOICE_CASES = {
          "    - The requested package acme/parser-bridge 2.1@dev exists as acme/parser-bridge[1.0.x-dev, 1.1.x-dev]"
          " but these are rejected by your constraint.", "", _TRAVIS_FAIL.format("composer update --no-progress")],
         "php.composer_problem", 7),
+    # PHPStan's findings table: the file's header row opens what its "[ERROR] Found 1 error" only counts.
+    "phpstan_table": (
+        ["$ vendor/bin/phpstan analyse src", " 12/12 [============================] 100%", "",
+         " ------ ---------------------------------------------- ", "  Line   src/Parser/Lexer.php                           ",
+         " ------ ---------------------------------------------- ", "  88     Method Lexer::peek() should return string but returns int. ",
+         " ------ ---------------------------------------------- ", "", " [ERROR] Found 1 error ", "",
+         _TRAVIS_FAIL.format("vendor/bin/phpstan analyse src")],
+        "php.phpstan_file", 5),
     # xcpretty repeats each failure in its summary, under the class, above the file and line: shown there.
     "xcpretty_summary": (
         ["$ xcodebuild test -scheme Parser | xcpretty", "▸ Building Parser/Parser [Debug]", "ParserTests",
