@@ -143,7 +143,7 @@ def main() -> None:
 
     from shared.db.models import ChunkRow
     from shared.embedding import get_embedder
-    from shared.vault.markdown import embed_input
+    from shared.ingest.pipeline import embed_input
 
     with session_scope() as session:
         texts = [embed_input(b, t) for b, t in session.execute(select(ChunkRow.breadcrumb, ChunkRow.text))]

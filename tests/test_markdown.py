@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from shared.embedding.local import TokenCounter
 from shared.vault.document import LEVEL_DOCUMENT, LEVEL_PIECE, LEVEL_SECTION, ParsedDocument
-from shared.vault.markdown import chunk_id, embed_input, parse_markdown, parse_sections, slugify
+from shared.vault.markdown import chunk_id, parse_markdown, parse_sections, slugify
 
 FIXTURES = Path(__file__).parent / "fixtures" / "markdown"
 
@@ -338,28 +338,6 @@ def test_no_headings_long_text_becomes_pieces_after_l0() -> None:
 
 
 # --- ids and bad input ----------------------------------------------------------------------------
-
-
-def test_embed_input_names_each_heading_once() -> None:
-    text = "\n".join([
-        "---", "title: Ops guide", "---", "Lead text here.", "", "## The `mem` tool ##", "", "Use it.", "",
-        "Setext section", "--------------", "", "Body text.", "", "## **Bold** [linked](http://x.test) heading",
-        "", "More.", "",
-    ])
-    inputs = [embed_input(c.breadcrumb, c.text) for c in parse(text, path="guides/ops.md").chunks]
-    assert inputs == [
-        "guides\n\nOps guide\n\nLead text here.",
-        "guides > Ops guide\n\n## The `mem` tool ##\n\nUse it.",
-        "guides > Ops guide\n\nSetext section\n--------------\n\nBody text.",
-        "guides > Ops guide\n\n## **Bold** [linked](http://x.test) heading\n\nMore.",
-    ]
-    # Every piece of a long section starts with the heading again; the breadcrumb does not repeat it.
-    long_doc = "# Paper title\n\n" + "Cells make proteins. " * 120
-    pieces = parse(long_doc, path="123.md", max_tokens=64, overlap=0).chunks
-    assert len(pieces) > 2 and all(embed_input(c.breadcrumb, c.text).count("Paper title") == 1 for c in pieces)
-    # A text that does not start with the last crumb keeps the whole breadcrumb.
-    assert embed_input("notes > Deploy", "plain text") == "notes > Deploy\n\nplain text"
-    assert embed_input("", "plain text") == "plain text"
 
 
 def test_ids_are_stable_unique_and_derived_from_doc_key() -> None:

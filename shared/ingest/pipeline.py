@@ -40,7 +40,7 @@ from shared.jobs import store
 from shared.jobs.broker import dispatch
 from shared.search.lexical import LexicalDoc
 from shared.vault.document import ParsedDocument
-from shared.vault.markdown import chunker_recipe, embed_input, parse_markdown
+from shared.vault.markdown import chunker_recipe, parse_markdown
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,11 @@ class JobCancelled(Exception):
 def content_sha(data: bytes) -> str:
     """The hash that decides whether a document changed."""
     return hashlib.sha256(data).hexdigest()
+
+
+def embed_input(breadcrumb: str, text_: str) -> str:
+    """What the model sees for a chunk: its breadcrumb for context, then its text."""
+    return f"{breadcrumb}\n\n{text_}" if breadcrumb else text_
 
 
 def _project_lock(session: Session, project: str) -> None:

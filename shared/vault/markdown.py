@@ -51,10 +51,9 @@ from shared.vault.document import (
 
 TokenCounter = Callable[[str], int]
 
-# Bumped whenever a change here cuts the same file into different chunks or gives the model other input
-# for them (embed_input), so stored documents are re-chunked and re-embedded by the next ingest (see
-# chunker_recipe). v4: embed_input no longer repeats the chunk's own heading.
-CHUNKER_VERSION = 4
+# Bumped whenever a change here cuts the same file into different chunks, so stored documents are
+# re-chunked by the next ingest (see chunker_recipe).
+CHUNKER_VERSION = 3
 
 # A chunk never holds more than this many characters per token of budget, so a base64 blob or a
 # minified file that the tokenizer squeezes into a few [UNK] tokens cannot make a megabyte chunk.
@@ -95,26 +94,6 @@ def slugify(title: str) -> str:
 def chunker_recipe(max_tokens: int, overlap_tokens: int) -> str:
     """What decides how a file is cut: the chunker's version and its budget. Stored per document."""
     return f"v{CHUNKER_VERSION}:{max_tokens}:{overlap_tokens}"
-
-
-def embed_input(breadcrumb: str, text: str) -> str:
-    """What the model sees for a chunk: its breadcrumb for context, then its text.
-
-    A section's chunk starts with its own heading line and an L0 chunk with the document title, which
-    is also the breadcrumb's last crumb; that crumb is left out rather than said twice. The model reads
-    at most 256 tokens, and with the heading twice a quarter of SciFact's chunks lost the end of their
-    text to truncation (docs/evaluation.md).
-    """
-    if not breadcrumb:
-        return text
-    first = text.lstrip("\n").split("\n", 1)[0].strip()
-    if first.startswith("#"):
-        first = heading_text(first.lstrip("#").strip().rstrip("#").strip())
-    if first and breadcrumb == first:
-        return text
-    if first and breadcrumb.endswith(_BREADCRUMB_SEP + first):
-        breadcrumb = breadcrumb[: -len(_BREADCRUMB_SEP + first)]
-    return f"{breadcrumb}\n\n{text}"
 
 
 def parse_sections(text: str) -> list[Section]:
