@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.optimizer.compress_code import compress_code
 from shared.optimizer.compress_diff import compress_diff
@@ -256,6 +258,61 @@ def test_plain_diffs_get_one_header_line_per_file_without_file_times() -> None:
         "diff Lib/site.py", "@@ -1,2 +1,2 @@", "-import os", "+import os, sys",
         "new file added.txt", "@@ -0,0 +1 @@", "+hello",
     ]
+
+
+# Lines a hunk may hold, chosen to look like the headers, separators and signatures the compressor drops
+# outside hunks: inside a hunk they are changes or context and must be left alone.
+_TRICKY = st.sampled_from(["-- ", "--- a/x", "++ b", "---", " x | 3 ++-", "@@ -1 +1 @@", "2.36.1", "Index: x",
+                           "=" * 24, "diff -ru a b", "", "plain", "\tindented"])
+
+
+@st.composite
+def _unified_diffs(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A diff of one to three files in git, plain or format-patch form, and its changed lines."""
+    lines: list[str] = []
+    changed: list[str] = []
+    if draw(st.booleans()):
+        lines += ["From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001", "Subject: [PATCH] x",
+                  "", "Why.", "---", " a.txt | 2 +-", " 1 file changed", ""]
+    for number in range(draw(st.integers(1, 3))):
+        name = f"dir/f{number}.txt"
+        if draw(st.booleans()):
+            lines += [f"diff --git a/{name} b/{name}", "index 1234567..89abcde 100644", f"--- a/{name}", f"+++ b/{name}"]
+        else:
+            lines += [f"--- {name}\t2006-07-31 01:20:10 +0900", f"+++ {name}\t2013-05-08 19:19:27 +0900"]
+        start = 1
+        for _ in range(draw(st.integers(1, 3))):
+            body = draw(st.lists(st.tuples(st.sampled_from(" +-"), _TRICKY), min_size=1, max_size=8))
+            # Context lines are numbered, so the test can tell that every one of them went.
+            body = [(tag, f"context {len(lines)}.{k}" if tag == " " else text) for k, (tag, text) in enumerate(body)]
+            old = sum(tag != "+" for tag, _ in body)
+            new = sum(tag != "-" for tag, _ in body)
+            header = f"@@ -{start},{old} +{start},{new} @@"
+            lines.append(header)
+            changed.append(header)
+            for tag, text in body:
+                lines.append(tag + text)
+                if tag != " ":
+                    changed.append(tag + text)
+            start += old + 10
+    if draw(st.booleans()):
+        lines += ["-- ", "2.36.1.windows.1", ""]
+    return "\n".join(lines), changed
+
+
+@settings(max_examples=300, deadline=None)
+@given(_unified_diffs())
+def test_property_every_changed_line_and_hunk_header_survives_and_context_goes(case: tuple[str, list[str]]) -> None:
+    diff, changed = case
+    out = compress_diff(diff, fold_moves=False).split("\n")
+    position = 0
+    for line in changed:  # in order: nothing is moved, merged or reordered either
+        assert line in out[position:], line
+        position = out.index(line, position) + 1
+    assert not [line for line in out if "context " in line]
+    # The per-file header lines and file times went too (one "diff dir/fN.txt" line is left per file).
+    assert not [line for line in out if line.startswith(("index 1234567", "+++ b/dir", "+++ dir/", "--- a/dir",
+                                                         "--- dir/", " 1 file changed")) or "2013-05-08" in line]
 
 
 def test_diff_without_hunks_is_refused() -> None:
