@@ -7,6 +7,9 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 from shared.config import Settings
 from shared.optimizer import InputChunk, InputTooLarge, optimize_chunks
@@ -244,3 +247,33 @@ def test_a_large_log_under_the_limit_is_compressed_in_bounded_memory() -> None:
     assert out.type == "log" and "database connection refused" in out.text
     assert out.tokens_after < 0.05 * out.tokens_before
     assert peak < 30 * len(text)  # a small multiple of the input, not a blow-up
+
+
+# Pieces of every type the detector knows, and the noise around them, for the round-trip property below.
+_PIECES = st.sampled_from([
+    "2026-12-01T10:00:00.123Z INFO starting worker pid=4242", "ERROR: connection refused on 127.0.0.1:5432",
+    "Traceback (most recent call last):", '  File "/app/x.py", line 3, in <module>', "ValueError: bad input",
+    '{"id": 1, "status": "ok", "items": [1, 2, 3]}', '[{"a": 1}, {"a": 2}, {"a": null}]',
+    "diff --git a/x.py b/x.py", "--- a/x.py", "+++ b/x.py", "@@ -1,2 +1,2 @@", "-old", "+new", " same",
+    "def handler(event):", "    return event", "import os", "# Heading", "It is important to note that the pod is",
+    "- check the logs", "key: value", "[section]", "\x1b[31mred\x1b[0m", "", "    ", "\t", "€ ü 漢字 🙂",
+    "<!-- CCR:123 -->", "A" * 300,
+])
+
+
+@hyp_settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=40)), min_size=1, max_size=60), st.booleans())
+def test_property_every_compressed_chunk_gives_back_its_original_byte_for_byte(pieces: list[str],
+                                                                               with_query: bool) -> None:
+    original = "\n".join(pieces)
+    store = MemoryCCRStore(10, 60)
+    result = optimize_chunks([InputChunk(original, id="c")], settings=_settings(compress_code=True), store=store,
+                             query="pod logs" if with_query else None)
+    chunk = result.chunks[0]
+    if chunk.ccr_hash is None:
+        assert chunk.reason is not None and chunk.text == original  # passed through unchanged, and says why
+        return
+    assert chunk.tokens_after <= chunk.tokens_before
+    entry = store.get(chunk.ccr_hash)
+    assert entry is not None and entry.original.encode("utf-8", "surrogatepass") == original.encode(
+        "utf-8", "surrogatepass")
