@@ -1,8 +1,9 @@
 """Diff compressor: keep what changed and where; drop unchanged context and header boiler-plate.
 
 Works on ``git diff``, ``git show`` / ``git log -p`` and ``git format-patch`` mail (commit headers and
-messages are kept) and plain unified diffs (``diff -ru``, ``svn diff``). Hunks are followed by their line counts from the ``@@ -a,b +c,d @@`` header, so a
-context line is never confused with a commit message line or a removed line that starts with ``--``.
+messages are kept) and plain unified diffs (``diff -ru``, ``svn diff``). Hunks are followed by their line
+counts from the ``@@ -a,b +c,d @@`` header, so a context line is never confused with a commit message
+line or a removed line that starts with ``--``.
 
 What goes, none of it a changed line:
 
@@ -182,7 +183,8 @@ def _plain_header(out: list[str], old_line: str, new_line: str) -> str:
     the same files again, so they go too. ``/dev/null`` on one side says the file is new or deleted.
     """
     old, new = _header_path(old_line), _header_path(new_line)
-    if out and _SVN_RULE.match(out[-1]) and len(out) > 1 and out[-2].startswith("Index: "):
+    if (len(out) > 1 and _SVN_RULE.match(out[-1]) and out[-2].startswith("Index: ")
+            and out[-2][len("Index: "):].strip() in {old, new}):
         del out[-2:]
     elif out and out[-1].startswith("diff ") and not out[-1].startswith("diff --git ") and (
             out[-1].split()[-2:] == [old, new]):
