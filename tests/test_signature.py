@@ -593,6 +593,18 @@ def test_a_position_line_signs_with_its_message() -> None:
     assert first.sig_sha != second.sig_sha
 
 
+def test_a_phpstan_table_signs_with_its_file_and_first_finding() -> None:
+    lines, _, _ = CHOICE_CASES["phpstan_table"]
+    first = extract_signature("\n".join(lines))
+    other = [line.replace("Method Lexer::peek() should return string but returns int.",
+                          "Access to an undefined property Lexer::$pos.") for line in lines]
+    second = extract_signature("\n".join(other))
+    assert first.rule == second.rule == "php.phpstan_file" and first.matched_line == second.matched_line == 5
+    # The rule line between the header and the finding is skipped: the finding is what tells them apart.
+    assert "should return string but returns int" in first.normalised and "---" not in first.normalised
+    assert first.sig_sha != second.sig_sha
+
+
 def test_a_tap_failure_signs_with_its_header_and_shows_its_yaml_block() -> None:
     lines, _, _ = CHOICE_CASES["tap_yaml_block"]
     sig = extract_signature("\n".join(lines))

@@ -621,9 +621,10 @@ PHP = _table(
          _o(kind="summary", weight=80, hint="your requirements could not be resolved|installation failed", example="Your requirements could not be resolved to an installable set of packages.")),
         ("composer_problem", r"^\s+Problem \d+$", _o(weight=86, hint="problem ", points_next=True, example="  Problem 1")),
         # PHPStan's table of findings: the "Line   src/X.php" header row opens the file's findings,
-        # which its "[ERROR] Found N errors" verdict below only counts.
+        # which its "[ERROR] Found N errors" verdict below only counts. The signature reads the first
+        # finding too, so two findings in one file differ.
         ("phpstan_file", r"^\s*Line\s{2,}\S+\.php\s*$", _o(kind="failure", weight=80, hint="^ line  |^  line  ",
-                                                             example="  Line   src/Parser/Lexer.php")),
+                                                             with_next=True, example="  Line   src/Parser/Lexer.php")),
     ],
 )
 

@@ -331,8 +331,9 @@ class _Scan:
         body = best.body
         line_no, raw = best.line_no, best.raw
         if best.cls.with_next:
-            # The message is on the next line ("src/X.hs:3:1: error:" then "Variable not in scope: f").
-            following = next((split_line(r)[1] for r in best.after if _has_content(r)), "")
+            # The message is on the next line ("src/X.hs:3:1: error:" then "Variable not in scope: f"); a
+            # table's rule line (" ------ ") between them says nothing.
+            following = next((split_line(r)[1] for r in best.after if _WORD_RE.search(visible_text(r))), "")
             body = f"{body} {following}"
         elif best.cls.block_below:
             # A failure header whose indented block below says why (TAP's ``not ok 6 - x`` then its
