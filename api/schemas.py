@@ -6,10 +6,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from shared.vault.paths import PROJECT_PATTERN, PROJECT_RULE, UnsafePath, validate_project_name
+from shared.vault.paths import (
+    MAX_PROJECT_CHARS,
+    PROJECT_PATTERN,
+    PROJECT_RULE,
+    UnsafePath,
+    validate_project_name,
+)
 
 #: A project name, with its rule in the published JSON Schema (so clients and the contract fuzzer see it).
-ProjectName = Annotated[str, StringConstraints(pattern=PROJECT_PATTERN, min_length=1, max_length=100)]
+ProjectName = Annotated[str, StringConstraints(pattern=PROJECT_PATTERN, min_length=1, max_length=MAX_PROJECT_CHARS)]
 
 
 def check_project_name(value: str) -> str:

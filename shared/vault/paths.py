@@ -29,8 +29,9 @@ _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 #: The one rule for project names (top-level vault folders), used by the vault, the API schemas and the
 #: CLI. Lower case only: OpenSearch index names must be lower case, and two folders that differ only in
 #: case would be one folder on a case-insensitive checkout. No trailing dot: Windows drops it.
-PROJECT_PATTERN = r"^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9_-])?$"
-PROJECT_RULE = "1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit and not ending with '.'"
+PROJECT_PATTERN = rf"^[a-z0-9](?:[a-z0-9._-]{{0,{MAX_PROJECT_CHARS - 2}}}[a-z0-9_-])?$"
+PROJECT_RULE = (f"1-{MAX_PROJECT_CHARS} characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit "
+                "and not ending with '.'")
 _PROJECT_NAME = re.compile(PROJECT_PATTERN)
 _DRIVE_LETTER = re.compile(r"^[A-Za-z]:")
 # Characters that play a structural role in a path on some platform.
