@@ -258,6 +258,9 @@ def test_plain_diffs_get_one_header_line_per_file_without_file_times() -> None:
         "diff Lib/site.py", "@@ -1,2 +1,2 @@", "-import os", "+import os, sys",
         "new file added.txt", "@@ -0,0 +1 @@", "+hello",
     ]
+    # git diff --no-prefix names the file the same on both sides: one name, as for a plain diff.
+    no_prefix = "diff --git configure configure\n--- configure\n+++ configure\n@@ -1 +1 @@\n-a\n+b"
+    assert compress_diff(no_prefix).split("\n")[0] == "diff configure"
 
 
 # Lines a hunk may hold, chosen to look like the headers, separators and signatures the compressor drops

@@ -70,9 +70,7 @@ def compress_diff(text: str, *, query: str | None = None, fold_moves: bool = Tru
     def emit_pending() -> None:
         nonlocal pending_git
         if pending_git is not None:
-            old, new = pending_git
-            same = old[2:] == new[2:] and old.startswith("a/") and new.startswith("b/")
-            out.append(f"diff {new[2:]}" if same else f"diff {old} {new}")
+            out.append(_file_line(*pending_git))
             pending_git = None
 
     lines = text.splitlines()
@@ -123,7 +121,7 @@ def compress_diff(text: str, *, query: str | None = None, fold_moves: bool = Tru
             pending_git = (git.group(1), git.group(2))
             in_header = True
             in_stat = False
-            current_file = git.group(2)[2:] if git.group(2).startswith("b/") else git.group(2)
+            current_file = _unprefixed(git.group(2), "b/")
             last_section = ""
             continue
         if not in_header:
@@ -158,8 +156,7 @@ def compress_diff(text: str, *, query: str | None = None, fold_moves: bool = Tru
             if not line.startswith(_FILE_HEADER_STARTS):
                 in_header = False
         elif line.startswith("+++ "):
-            current_file = line[4:].split("\t")[0]
-            current_file = current_file[2:] if current_file.startswith("b/") else current_file
+            current_file = _unprefixed(_header_path(line), "b/")
             last_section = ""
         out.append(line)
     flush(interior=False)
@@ -189,16 +186,24 @@ def _plain_header(out: list[str], old_line: str, new_line: str) -> str:
     elif out and out[-1].startswith("diff ") and not out[-1].startswith("diff --git ") and (
             out[-1].split()[-2:] == [old, new]):
         out.pop()
-    stripped = [path[2:] if path.startswith(("a/", "b/")) else path for path in (old, new)]
     if old == "/dev/null":
-        out.append(f"new file {stripped[1]}")
+        out.append(f"new file {_unprefixed(new, 'b/')}")
     elif new == "/dev/null":
-        out.append(f"deleted file {stripped[0]}")
-    elif old == new or (stripped[0] == stripped[1] and old[:2] == "a/" and new[:2] == "b/"):
-        out.append(f"diff {stripped[1]}")
+        out.append(f"deleted file {_unprefixed(old, 'a/')}")
     else:
-        out.append(f"diff {old} {new}")
-    return stripped[1] if new != "/dev/null" else stripped[0]
+        out.append(_file_line(old, new))
+    return _unprefixed(old, "a/") if new == "/dev/null" else _unprefixed(new, "b/")
+
+
+def _unprefixed(path: str, prefix: str) -> str:
+    """``path`` without git's side prefix (``a/`` for the old side, ``b/`` for the new one)."""
+    return path[len(prefix):] if path.startswith(prefix) else path
+
+
+def _file_line(old: str, new: str) -> str:
+    """The one header line of a file: ``diff x`` when both sides name the same file, else both paths."""
+    same = old == new or (old.startswith("a/") and new.startswith("b/") and old[2:] == new[2:])
+    return f"diff {_unprefixed(new, 'b/')}" if same else f"diff {old} {new}"
 
 
 def _fold_moves(out: list[str], changed: list[tuple[int, str]]) -> list[str]:
